@@ -1,0 +1,49 @@
+"""Throwaway PostgreSQL databases on the machine's server (127.0.0.1:5432, user postgres)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg import sql
+
+PG_HOST = os.environ.get("ICELOG_TEST_PGHOST", "127.0.0.1")
+PG_PORT = int(os.environ.get("ICELOG_TEST_PGPORT", "5432"))
+PG_USER = os.environ.get("ICELOG_TEST_PGUSER", "postgres")
+PG_PASSWORD = os.environ.get("ICELOG_TEST_PGPASSWORD", "")
+
+
+def _url(dbname: str) -> str:
+    auth = PG_USER if not PG_PASSWORD else f"{PG_USER}:{PG_PASSWORD}"
+    return f"postgresql://{auth}@{PG_HOST}:{PG_PORT}/{dbname}"
+
+
+def _admin() -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(_url("postgres"), autocommit=True, connect_timeout=10)
+
+
+def create_database() -> str:
+    """Create ``icelog_test_<random>`` and return its URL."""
+    name = f"icelog_test_{secrets.token_hex(6)}"
+    with _admin() as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return _url(name)
+
+
+def drop_database(url: str) -> None:
+    name = url.rsplit("/", 1)[1]
+    with _admin() as conn:
+        statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        conn.execute(statement.format(sql.Identifier(name)))
+
+
+@contextmanager
+def temporary_database() -> Iterator[str]:
+    url = create_database()
+    try:
+        yield url
+    finally:
+        drop_database(url)
