@@ -103,3 +103,17 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.fixture
+def catalog(catalog_server: CatalogServer) -> Any:
+    """A fresh PyIceberg REST catalog client for the backend's server."""
+    from tests.support.clients import rest_catalog
+
+    return rest_catalog(catalog_server)
+
+
+@pytest.fixture
+def namespace(catalog: Any, unique_name: str) -> str:
+    """A new, empty namespace with a unique name."""
+    name = f"ns_{unique_name}"
+    catalog.create_namespace(name)
+    return name
