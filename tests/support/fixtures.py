@@ -117,3 +117,11 @@ def namespace(catalog: Any, unique_name: str) -> str:
     name = f"ns_{unique_name}"
     catalog.create_namespace(name)
     return name
+
+
+@pytest.fixture(scope="session")
+def spark_catalog(spark: Any, catalog_server: CatalogServer) -> str:
+    """Name of a Spark catalog (``ice_<backend>``) pointing at the backend's icelog server."""
+    from tests.support.spark import register_rest_catalog
+
+    return register_rest_catalog(spark, f"ice_{catalog_server.backend}", catalog_server.uri)
