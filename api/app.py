@@ -1,0 +1,106 @@
+"""The Starlette application: Iceberg REST at /catalog/v1, management at /management/v1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from api.errors import catalog_error, http_error, unexpected_error
+from api.http import RawPathMiddleware, endpoint, json_response
+from api.routes import config, management, namespaces, tables
+from api.services import Services
+from api.settings import Settings
+from domain.errors import CatalogError
+
+Handler = Callable[[Request, Any], Response]
+
+# (methods, path below /v1 or /v1/{prefix}, handler). Every route is served with and
+# without the warehouse prefix: clients drop the segment when no prefix is configured.
+CATALOG_ROUTES: list[tuple[list[str], str, Handler]] = [
+    (["GET"], "/namespaces", namespaces.list_namespaces),
+    (["POST"], "/namespaces", namespaces.create_namespace),
+    (["GET", "HEAD"], "/namespaces/{namespace}", namespaces.load_namespace),
+    (["DELETE"], "/namespaces/{namespace}", namespaces.drop_namespace),
+    (["POST"], "/namespaces/{namespace}/properties", namespaces.update_properties),
+    (["GET"], "/namespaces/{namespace}/tables", tables.list_tables),
+    (["POST"], "/namespaces/{namespace}/tables", tables.create_table),
+    (["GET", "HEAD"], "/namespaces/{namespace}/tables/{table}", tables.load_table),
+    (["POST"], "/namespaces/{namespace}/tables/{table}", tables.commit_table),
+    (["DELETE"], "/namespaces/{namespace}/tables/{table}", tables.drop_table),
+    (["POST"], "/namespaces/{namespace}/tables/{table}/metrics", tables.report_metrics),
+    (["POST"], "/namespaces/{namespace}/register", tables.register_table),
+    (["POST"], "/tables/rename", tables.rename_table),
+]
+
+MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
+    (["GET"], "/info", management.info),
+    (["POST"], "/bootstrap", management.bootstrap),
+    (["POST"], "/project", management.create_project),
+    (["GET"], "/project", management.get_project),
+    (["DELETE"], "/project", management.delete_project),
+    (["POST"], "/project/rename", management.rename_project),
+    (["GET"], "/project-list", management.list_projects),
+    (["GET"], "/project/{project_id}", management.get_project),
+    (["DELETE"], "/project/{project_id}", management.delete_project),
+    (["POST"], "/project/{project_id}/rename", management.rename_project),
+    (["POST"], "/warehouse", management.create_warehouse),
+    (["GET"], "/warehouse", management.list_warehouses),
+    (["GET"], "/warehouse/{warehouse_id}", management.get_warehouse),
+    (["DELETE"], "/warehouse/{warehouse_id}", management.delete_warehouse),
+    (["POST"], "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
+]
+
+
+def _health(request: Request) -> Response:
+    return json_response({"status": "ok"})
+
+
+def routes() -> list[Route]:
+    found = [
+        Route("/health", _health, methods=["GET"]),
+        Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
+    ]
+    # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
+    for base in ("/catalog/v1", "/catalog/v1/{prefix}"):
+        for methods, path, handler in CATALOG_ROUTES:
+            found.append(Route(base + path, endpoint(handler), methods=methods))
+    for methods, path, handler in MANAGEMENT_ROUTES:
+        found.append(Route("/management/v1" + path, endpoint(handler), methods=methods))
+    return found
+
+
+def create_app(settings: Settings, services: Services | None = None) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        svc = services or Services.build(settings)
+        svc.ensure_defaults()
+        app.state.services = svc
+        try:
+            yield
+        finally:
+            if services is None:
+                svc.close()
+
+    app = Starlette(
+        routes=routes(),
+        lifespan=lifespan,
+        exception_handlers={
+            CatalogError: catalog_error,
+            HTTPException: http_error,
+            Exception: unexpected_error,
+        },
+    )
+    app.add_middleware(RawPathMiddleware)
+    return app
+
+
+def create_app_from_env() -> Starlette:
+    """Factory for `uvicorn --factory` (used with several workers)."""
+    return create_app(Settings.from_env())

@@ -1,0 +1,68 @@
+"""GET /v1/config: how a client finds its warehouse and what the server serves."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http import json_response
+from api.routes import services
+from domain.errors import BadRequestError, NoSuchWarehouseError
+from domain.identifiers import NIL_UUID
+
+# Exactly the routes this server serves: clients treat the list as a contract, and
+# DuckDB sends all commits to transactions/commit whenever it is listed.
+ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename",
+]
+
+
+def project_id(request: Request) -> str:
+    raw = request.headers.get("x-project-id")
+    if not raw:
+        return str(NIL_UUID)
+    try:
+        return str(UUID(raw))
+    except ValueError:
+        raise BadRequestError(f"x-project-id must be a UUID, got {raw!r}") from None
+
+
+def get_config(request: Request, _body: Any) -> Response:
+    svc = services(request)
+    wanted = request.query_params.get("warehouse")
+    if wanted:
+        warehouse = svc.queries.warehouse_by_name(project_id(request), wanted)
+        if warehouse is None:
+            try:
+                warehouse = svc.queries.warehouse(str(UUID(wanted)))
+            except ValueError:
+                warehouse = None
+        if warehouse is None:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {wanted}")
+        warehouse_id = str(warehouse["id"])
+    else:
+        warehouse_id = svc.default_warehouse_id()
+    return json_response(
+        {
+            "defaults": {},
+            "overrides": {"prefix": warehouse_id, "namespace-separator": "%1F"},
+            "endpoints": ENDPOINTS,
+        }
+    )

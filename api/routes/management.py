@@ -1,0 +1,161 @@
+"""Management API (`/management/v1`), shaped like Lakekeeper's."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http import context, json_response, no_content, require_object
+from api.routes import services
+from api.routes.config import project_id
+from domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
+from domain.identifiers import NIL_UUID, SERVER_ID
+
+
+class AlreadyBootstrappedError(BadRequestError):
+    error_type = "CatalogAlreadyBootstrapped"
+
+
+def _version() -> str:
+    try:
+        return version("icelog")
+    except PackageNotFoundError:  # pragma: no cover - running from a plain checkout
+        return "0.0.0"
+
+
+def _uuid(value: Any, what: str) -> UUID:
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise BadRequestError(f"{what} must be a UUID, got {value!r}") from None
+
+
+def _project_from(request: Request, body: dict[str, Any] | None = None) -> UUID:
+    explicit = request.path_params.get("project_id")
+    if explicit is not None:
+        return _uuid(explicit, "project id")
+    if body and body.get("project-id"):
+        return _uuid(body["project-id"], "project-id")
+    return UUID(project_id(request))
+
+
+def info(request: Request, _body: Any) -> Response:
+    svc = services(request)
+    return json_response(
+        {
+            "version": _version(),
+            "bootstrapped": svc.catalog.is_bootstrapped(),
+            "server-id": str(SERVER_ID),
+            "default-project-id": str(NIL_UUID),
+            "authz-backend": "allow-all",
+            "aws-system-identities-enabled": False,
+            "azure-system-identities-enabled": False,
+            "gcp-system-identities-enabled": False,
+            "queues": [],
+            "backend": svc.settings.backend,
+        }
+    )
+
+
+def bootstrap(request: Request, body: Any) -> Response:
+    data = require_object(body, "BootstrapRequest")
+    if data.get("accept-terms-of-use") is not True:
+        raise BadRequestError("accept-terms-of-use must be true")
+    is_operator = data.get("is-operator", False)
+    if not isinstance(is_operator, bool):
+        raise BadRequestError("is-operator must be a boolean")
+    if not services(request).catalog.bootstrap(context(request), is_operator=is_operator):
+        raise AlreadyBootstrappedError("Catalog already bootstrapped")
+    return no_content()
+
+
+# -- projects --------------------------------------------------------------------------------
+def create_project(request: Request, body: Any) -> Response:
+    data = require_object(body, "CreateProjectRequest")
+    requested = data.get("project-id")
+    pid = services(request).catalog.create_project(
+        context(request),
+        data.get("project-name"),  # type: ignore[arg-type]  # validated by the command
+        _uuid(requested, "project-id") if requested else None,
+    )
+    return json_response({"project-id": str(pid)})
+
+
+def list_projects(request: Request, _body: Any) -> Response:
+    return json_response({"projects": services(request).queries.projects()})
+
+
+def get_project(request: Request, _body: Any) -> Response:
+    pid = _project_from(request)
+    found = services(request).queries.project(str(pid))
+    if found is None:
+        raise NoSuchProjectError(f"Project does not exist: {pid}")
+    return json_response(found)
+
+
+def rename_project(request: Request, body: Any) -> Response:
+    data = require_object(body, "RenameProjectRequest")
+    services(request).catalog.rename_project(
+        context(request), _project_from(request), data.get("new-name")  # type: ignore[arg-type]
+    )
+    return no_content()
+
+
+def delete_project(request: Request, _body: Any) -> Response:
+    services(request).catalog.delete_project(context(request), _project_from(request))
+    return no_content()
+
+
+# -- warehouses ------------------------------------------------------------------------------
+def create_warehouse(request: Request, body: Any) -> Response:
+    data = require_object(body, "CreateWarehouseRequest")
+    if data.get("storage-credential") is not None:
+        raise BadRequestError("storage-credential is not supported for file storage profiles")
+    warehouse_id = services(request).catalog.create_warehouse(
+        context(request),
+        project_id=_project_from(request, data),
+        name=data.get("warehouse-name"),  # type: ignore[arg-type]  # validated by the command
+        storage_profile=data.get("storage-profile"),
+        delete_profile=data.get("delete-profile"),
+    )
+    return json_response({"warehouse-id": str(warehouse_id)})
+
+
+def _get_warehouse(request: Request) -> dict[str, Any]:
+    wid = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    found = services(request).queries.warehouse(str(wid))
+    if found is None:
+        raise NoSuchWarehouseError(f"Warehouse does not exist: {wid}")
+    return found
+
+
+def list_warehouses(request: Request, _body: Any) -> Response:
+    warehouses = services(request).queries.warehouses(str(_project_from(request)))
+    return json_response({"warehouses": [_public(w) for w in warehouses]})
+
+
+def _public(warehouse: dict[str, Any]) -> dict[str, Any]:
+    return {**warehouse, "protected": False}
+
+
+def get_warehouse(request: Request, _body: Any) -> Response:
+    return json_response(_public(_get_warehouse(request)))
+
+
+def rename_warehouse(request: Request, body: Any) -> Response:
+    data = require_object(body, "RenameWarehouseRequest")
+    warehouse = _get_warehouse(request)
+    services(request).catalog.rename_warehouse(
+        context(request), UUID(warehouse["id"]), data.get("new-name")  # type: ignore[arg-type]
+    )
+    return no_content()
+
+
+def delete_warehouse(request: Request, _body: Any) -> Response:
+    warehouse = _get_warehouse(request)
+    services(request).catalog.delete_warehouse(context(request), UUID(warehouse["id"]))
+    return no_content()

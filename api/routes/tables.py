@@ -1,0 +1,225 @@
+"""Table routes of the Iceberg REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http import (
+    context,
+    json_response,
+    namespace_from_json,
+    namespace_param,
+    no_content,
+    page_params,
+    path_param,
+    raw_json_response,
+    require_object,
+)
+from api.routes import prefix, services
+from commands.catalog import TableState
+from domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
+from domain.identifiers import TabularName
+from domain.properties import require_string_map
+
+
+def _name(request: Request) -> TabularName:
+    return TabularName(namespace_param(request), path_param(request, "table"))
+
+
+def _load_result(state: TableState) -> dict[str, Any]:
+    result: dict[str, Any] = {"metadata": state.metadata, "config": {}}
+    if state.metadata_location is not None:
+        result["metadata-location"] = state.metadata_location
+    return result
+
+
+def _etag(table_id: str, version: int, mode: str) -> str:
+    # Differs per table version and per snapshot mode, as the spec requires.
+    return f'"{table_id}-{version}-{mode}"'
+
+
+def _refs_only(metadata: dict[str, Any]) -> dict[str, Any]:
+    """snapshots=refs: keep only snapshots that a branch or tag points at."""
+    referenced = {ref["snapshot-id"] for ref in metadata.get("refs", {}).values()}
+    trimmed = dict(metadata)
+    trimmed["snapshots"] = [
+        s for s in metadata.get("snapshots", []) if s["snapshot-id"] in referenced
+    ]
+    return trimmed
+
+
+def list_tables(request: Request, _body: Any) -> Response:
+    svc = services(request)
+    ns = namespace_param(request)
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    if not svc.queries.namespace_exists(warehouse_id, ns):
+        raise NoSuchNamespaceError(f"Namespace does not exist: {ns.dotted}")
+    token, size = page_params(request)
+    names, next_token = svc.queries.list_tabulars(warehouse_id, ns, "table", token, size)
+    payload: dict[str, Any] = {
+        "identifiers": [{"namespace": ns.as_list(), "name": n} for n in names]
+    }
+    if next_token is not None:
+        payload["next-page-token"] = next_token
+    return json_response(payload)
+
+
+def create_table(request: Request, body: Any) -> Response:
+    svc = services(request)
+    ns = namespace_param(request)
+    data = require_object(body, "CreateTableRequest")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError("CreateTableRequest.name must be a non-empty string")
+    schema = data.get("schema")
+    if not isinstance(schema, dict):
+        raise BadRequestError("CreateTableRequest.schema must be an object")
+    spec = data.get("partition-spec")
+    order = data.get("write-order")
+    location = data.get("location")
+    if spec is not None and not isinstance(spec, dict):
+        raise BadRequestError("partition-spec must be an object")
+    if order is not None and not isinstance(order, dict):
+        raise BadRequestError("write-order must be an object")
+    if location is not None and not isinstance(location, str):
+        raise BadRequestError("location must be a string")
+    state = svc.catalog.create_table(
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        TabularName(ns, name),
+        schema=schema,
+        partition_spec=spec,
+        sort_order=order,
+        location=location or None,
+        properties=require_string_map(data.get("properties"), "properties"),
+        stage=bool(data.get("stage-create", False)),
+    )
+    return json_response(_load_result(state))
+
+
+def load_table(request: Request, _body: Any) -> Response:
+    svc = services(request)
+    name = _name(request)
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    row = svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table")
+    if row is None:
+        raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+    if request.method == "HEAD":
+        return no_content()
+    mode = request.query_params.get("snapshots") or "all"
+    if mode not in ("all", "refs"):
+        raise BadRequestError("snapshots must be 'all' or 'refs'")
+    etag = _etag(row.id, row.version, mode)
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    metadata = row.metadata
+    if mode == "refs":
+        metadata = orjson.dumps(_refs_only(orjson.loads(metadata)))
+    # The stored document is sent as-is: no parse, no re-serialisation on the hot path.
+    body = (
+        b'{"metadata-location":'
+        + orjson.dumps(row.metadata_location)
+        + b',"metadata":'
+        + metadata
+        + b',"config":{}}'
+    )
+    return raw_json_response(body, headers={"ETag": etag})
+
+
+def commit_table(request: Request, body: Any) -> Response:
+    svc = services(request)
+    name = _name(request)
+    data = require_object(body, "CommitTableRequest")
+    identifier = data.get("identifier")
+    if identifier is not None:
+        ident = require_object(identifier, "identifier")
+        if (
+            namespace_from_json(ident.get("namespace")) != name.namespace
+            or ident.get("name") != name.name
+        ):
+            raise BadRequestError("identifier in the body does not match the request path")
+    requirements = data.get("requirements") or []
+    updates = data.get("updates")
+    if updates is None:
+        updates = []
+    if not isinstance(requirements, list) or not all(isinstance(r, dict) for r in requirements):
+        raise BadRequestError("requirements must be an array of objects")
+    if not isinstance(updates, list) or not all(isinstance(u, dict) for u in updates):
+        raise BadRequestError("updates must be an array of objects")
+    state = svc.catalog.commit_table(
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        name,
+        requirements,
+        updates,
+    )
+    return json_response({"metadata-location": state.metadata_location, "metadata": state.metadata})
+
+
+def drop_table(request: Request, _body: Any) -> Response:
+    svc = services(request)
+    raw = (request.query_params.get("purgeRequested") or "false").lower()
+    if raw not in ("true", "false"):
+        raise BadRequestError("purgeRequested must be true or false")
+    svc.catalog.drop_table(
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        _name(request),
+        purge=raw == "true",
+    )
+    return no_content()
+
+
+def register_table(request: Request, body: Any) -> Response:
+    svc = services(request)
+    ns = namespace_param(request)
+    data = require_object(body, "RegisterTableRequest")
+    name = data.get("name")
+    location = data.get("metadata-location")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError("RegisterTableRequest.name must be a non-empty string")
+    if not isinstance(location, str) or not location:
+        raise BadRequestError("RegisterTableRequest.metadata-location must be a string")
+    state = svc.catalog.register_table(
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        TabularName(ns, name),
+        location,
+        overwrite=bool(data.get("overwrite", False)),
+    )
+    return json_response(_load_result(state))
+
+
+def _identifier(value: Any, field: str) -> TabularName:
+    data = require_object(value, field)
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadRequestError(f"{field}.name must be a non-empty string")
+    return TabularName(namespace_from_json(data.get("namespace"), f"{field}.namespace"), name)
+
+
+def rename_table(request: Request, body: Any) -> Response:
+    svc = services(request)
+    data = require_object(body, "RenameTableRequest")
+    svc.catalog.rename_table(
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        _identifier(data.get("source"), "source"),
+        _identifier(data.get("destination"), "destination"),
+    )
+    return no_content()
+
+
+def report_metrics(request: Request, body: Any) -> Response:
+    """Accepted and not stored: metrics reports are telemetry, not catalog state."""
+    svc = services(request)
+    name = _name(request)
+    require_object(body, "ReportMetricsRequest")
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    if svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table") is None:
+        raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+    return no_content()

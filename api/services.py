@@ -1,0 +1,81 @@
+"""The composition root: builds the application, the read side and their wiring."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from api.settings import Settings
+from commands.catalog import Catalog
+from domain.context import SYSTEM
+from domain.errors import BadRequestError, NoSuchWarehouseError
+from domain.identifiers import NIL_UUID
+from projections.queries import CatalogQueries
+
+DEFAULT_WAREHOUSE_NAME = "default"
+
+
+@dataclass
+class Services:
+    settings: Settings
+    catalog: Catalog
+    queries: CatalogQueries
+    _default_warehouse: tuple[float, str | None] = (0.0, None)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def build(cls, settings: Settings) -> Services:
+        catalog = Catalog(env=settings.eventsourcing_env())
+        queries = CatalogQueries.for_datastore(catalog.recorder.datastore)  # type: ignore[attr-defined]
+        # The write side asks the read model whether a location is taken; commands/
+        # cannot import projections/, so the query is handed in here.
+        catalog.location_index = queries.overlapping_location  # type: ignore[method-assign]
+        return cls(settings=settings, catalog=catalog, queries=queries)
+
+    def ensure_defaults(self) -> None:
+        """Embedded default: bootstrapped server, default project (nil UUID), and a
+        `default` warehouse — all through commands, so all of it is in the log."""
+        self.catalog.bootstrap(SYSTEM)
+        if self.queries.project(str(NIL_UUID)) is None:
+            self.catalog.create_project(SYSTEM, "default", NIL_UUID)
+        if (
+            self.settings.default_warehouse
+            and self.queries.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None
+        ):
+            self.catalog.create_warehouse(
+                SYSTEM,
+                project_id=NIL_UUID,
+                name=DEFAULT_WAREHOUSE_NAME,
+                storage_profile={
+                    "type": "file",
+                    "base-location": self.settings.default_warehouse_location,
+                },
+            )
+
+    def default_warehouse_id(self) -> str:
+        now = time.monotonic()
+        with self._lock:
+            stamp, cached = self._default_warehouse
+            if cached is not None and now - stamp < 5.0:
+                return cached
+        found = self.queries.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME)
+        if found is None:
+            raise BadRequestError(
+                "No warehouse given: request /v1/config?warehouse=<name> and use its prefix"
+            )
+        with self._lock:
+            self._default_warehouse = (now, found["id"])
+        return str(found["id"])
+
+    def warehouse_for_prefix(self, prefix: str | None) -> UUID:
+        """The REST `{prefix}` is the warehouse id; no prefix means the default warehouse."""
+        value = self.default_warehouse_id() if prefix is None else prefix
+        try:
+            return UUID(value)
+        except ValueError:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {value}") from None
+
+    def close(self) -> None:
+        self.catalog.close()

@@ -1,0 +1,128 @@
+"""Settings: the only place that reads the environment (prefix ICELOG_)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+PREFIX = "ICELOG_"
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; the server refuses to start."""
+
+
+def _bool(value: str, name: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "y", "on"):
+        return True
+    if lowered in ("0", "false", "no", "n", "off"):
+        return False
+    raise SettingsError(f"{name} must be true or false, got {value!r}")
+
+
+def _int(value: str, name: str, minimum: int = 0) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {value!r}") from None
+    if number < minimum:
+        raise SettingsError(f"{name} must be >= {minimum}, got {number}")
+    return number
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    database_url: str | None
+    host: str
+    port: int
+    default_warehouse: bool
+    default_warehouse_location: str
+    pg_pool_size: int
+    pg_max_overflow: int
+    pg_lock_timeout_seconds: int
+    aggregate_cache_size: int
+    log_level: str
+
+    @property
+    def backend(self) -> str:
+        return "postgres" if self.database_url else "sqlite"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "catalog.db"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+
+        def get(name: str, default: str) -> str:
+            return env.get(PREFIX + name, default)
+
+        data_dir = Path(get("DATA_DIR", ".icelog")).expanduser().absolute()
+        url = get("DATABASE_URL", "").strip() or None
+        if url is not None and urlparse(url).scheme not in ("postgresql", "postgres"):
+            raise SettingsError(
+                f"{PREFIX}DATABASE_URL must be a postgresql:// URL (got scheme "
+                f"{urlparse(url).scheme!r}); leave it unset for the embedded SQLite store"
+            )
+        location = get("DEFAULT_WAREHOUSE_LOCATION", "") or f"file://{data_dir / 'warehouse'}"
+        return cls(
+            data_dir=data_dir,
+            database_url=url,
+            host=get("HOST", "127.0.0.1"),
+            port=_int(get("PORT", "8181"), PREFIX + "PORT", 0),
+            default_warehouse=_bool(get("DEFAULT_WAREHOUSE", "true"), PREFIX + "DEFAULT_WAREHOUSE"),
+            default_warehouse_location=location,
+            pg_pool_size=_int(get("PG_POOL_SIZE", "10"), PREFIX + "PG_POOL_SIZE", 1),
+            pg_max_overflow=_int(get("PG_MAX_OVERFLOW", "30"), PREFIX + "PG_MAX_OVERFLOW"),
+            pg_lock_timeout_seconds=_int(
+                get("PG_LOCK_TIMEOUT_SECONDS", "5"), PREFIX + "PG_LOCK_TIMEOUT_SECONDS"
+            ),
+            aggregate_cache_size=_int(
+                get("AGGREGATE_CACHE_SIZE", "10000"), PREFIX + "AGGREGATE_CACHE_SIZE"
+            ),
+            log_level=get("LOG_LEVEL", "info"),
+        )
+
+    def eventsourcing_env(self) -> dict[str, str]:
+        """The explicit env for the eventsourcing application (never taken from os.environ)."""
+        env = {
+            "AGGREGATE_CACHE_MAXSIZE": str(self.aggregate_cache_size),
+            "AGGREGATE_CACHE_FASTFORWARD": "y",
+            "DEEPCOPY_FROM_AGGREGATE_CACHE": "y",
+            "IS_SNAPSHOTTING_ENABLED": "y",
+            "CREATE_TABLE": "y",
+        }
+        if self.database_url is None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            env |= {
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": str(self.sqlite_path),
+                "SQLITE_LOCK_TIMEOUT": "30",
+                "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlineSQLiteRecorder",
+            }
+            return env
+        parsed = urlparse(self.database_url)
+        if not parsed.path.strip("/"):
+            raise SettingsError(f"{PREFIX}DATABASE_URL must name a database")
+        env |= {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": unquote(parsed.path.strip("/")),
+            "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
+            "POSTGRES_PORT": str(parsed.port or 5432),
+            "POSTGRES_USER": unquote(parsed.username or os.environ.get("PGUSER", "postgres")),
+            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+            "POSTGRES_POOL_SIZE": str(self.pg_pool_size),
+            "POSTGRES_MAX_OVERFLOW": str(self.pg_max_overflow),
+            "POSTGRES_LOCK_TIMEOUT": str(self.pg_lock_timeout_seconds),
+            "POSTGRES_CONNECT_TIMEOUT": "10",
+            "POSTGRES_PRE_PING": "y",
+            "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlinePostgresRecorder",
+        }
+        return env
+

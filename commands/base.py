@@ -1,0 +1,126 @@
+"""The event-sourced application that every command runs in, and its shared helpers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+import orjson
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from domain.claims import NameClaim
+from domain.errors import CommitFailedError, ServiceUnavailableError
+from domain.namespace import Namespace
+from domain.project import Project
+from domain.table import Table
+from domain.warehouse import Warehouse
+
+A = TypeVar("A", bound=Aggregate)
+R = TypeVar("R")
+
+# Server-side retries when a concurrent writer appended first to an aggregate we touched.
+# Each retry reloads and re-checks everything, so a retry is only a fresh attempt.
+MAX_ATTEMPTS = 30
+
+
+class ConcurrentChange(Exception):
+    """Another writer appended first; the command will reload and try again."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class MetadataCache:
+    """Parsed metadata documents by location. Metadata files are immutable once written,
+    so an entry can never be stale; only memory bounds the cache."""
+
+    def __init__(self, max_entries: int = 512) -> None:
+        self._entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._max = max_entries
+        self._lock = threading.Lock()
+
+    def get(self, location: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._entries.get(location)
+            if found is not None:
+                self._entries.move_to_end(location)
+            return found
+
+    def put(self, location: str, metadata: dict[str, Any]) -> None:
+        with self._lock:
+            self._entries[location] = metadata
+            self._entries.move_to_end(location)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+
+class CatalogBase(Application[UUID]):
+    """One application, one ordered stream: the whole catalog's history in one log."""
+
+    name = "icelog"
+    snapshotting_intervals = {  # noqa: RUF012 - the library reads this class attribute
+        Table: 100,
+        Namespace: 200,
+        NameClaim: 100,
+        Warehouse: 200,
+        Project: 200,
+    }
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env=env)
+        self.metadata_cache = MetadataCache()
+
+    # -- loading -------------------------------------------------------------------------
+    def get_or_none(self, aggregate_id: UUID, cls: type[A]) -> A | None:
+        try:
+            aggregate = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            return None
+        assert isinstance(aggregate, cls), f"{aggregate_id} is not a {cls.__name__}"
+        return aggregate
+
+    # -- saving --------------------------------------------------------------------------
+    def save_all(
+        self, *aggregates: Aggregate | None, hints: dict[str, bytes] | None = None
+    ) -> int:
+        """Append every pending event of `aggregates` in ONE transaction, together with the
+        inline read-model update. Returns the log position of the last event.
+
+        `hints` are metadata documents already rendered by the command, keyed by location,
+        so the inline projection need not fold them again.
+        """
+        present = [a for a in aggregates if a is not None]
+        events = [event for a in present for event in a.pending_events]
+        try:
+            recordings = self.save(*present, inline_events=events, inline_hints=hints or {})
+        except IntegrityError as exc:
+            raise ConcurrentChange(str(exc)) from None
+        return recordings[-1].notification.id if recordings else 0
+
+    def retrying(self, attempt: Callable[[], R]) -> R:
+        """Run a command attempt until it does not collide with a concurrent writer."""
+        for n in range(MAX_ATTEMPTS):
+            try:
+                return attempt()
+            except ConcurrentChange:
+                # Back off a little: contended writers would otherwise retry in lockstep.
+                time.sleep(min(0.002 * (n + 1), 0.05))
+        raise ServiceUnavailableError(
+            "Too much concurrent change on the same catalog objects; retry later"
+        )
+
+    # -- metadata documents ----------------------------------------------------------------
+    def remember_metadata(self, location: str, metadata: dict[str, Any]) -> bytes:
+        self.metadata_cache.put(location, metadata)
+        return orjson.dumps(metadata)
+
+
+def conflict_to_commit_failed(exc: ConcurrentChange) -> CommitFailedError:
+    return CommitFailedError(f"Commit failed due to a concurrent change: {exc}")

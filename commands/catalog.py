@@ -1,0 +1,11 @@
+"""The `Catalog` application: every command of the catalog, one ordered event log."""
+
+from __future__ import annotations
+
+from commands.tables import TableCommands, TableState
+
+__all__ = ["Catalog", "TableState"]
+
+
+class Catalog(TableCommands):
+    """All catalog commands. Construct with an explicit `env` (see api.settings)."""

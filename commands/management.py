@@ -1,0 +1,224 @@
+"""Server, project and warehouse commands."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID, uuid4
+
+from commands.base import CatalogBase
+from commands.storage import validate_storage_profile
+from domain.claims import NameClaim, claim
+from domain.context import RequestContext
+from domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    NoSuchProjectError,
+    NoSuchWarehouseError,
+    NotEmptyError,
+)
+from domain.identifiers import SERVER_ID, warehouse_claim_id
+from domain.project import Project
+from domain.server import Server
+from domain.warehouse import Warehouse
+
+HARD_DELETE: dict[str, Any] = {"type": "hard"}
+
+
+def validate_delete_profile(profile: object) -> dict[str, Any]:
+    """Lakekeeper's delete profile: hard, or soft with an expiration delay in seconds."""
+    if profile is None:
+        return dict(HARD_DELETE)
+    if not isinstance(profile, dict) or profile.get("type") not in ("hard", "soft"):
+        raise BadRequestError("delete-profile must be {'type': 'hard'} or {'type': 'soft', ...}")
+    if profile["type"] == "hard":
+        return dict(HARD_DELETE)
+    seconds = profile.get("expiration-seconds")
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 0:
+        raise BadRequestError("delete-profile.expiration-seconds must be a non-negative integer")
+    return {"type": "soft", "expiration-seconds": seconds}
+
+
+def validate_name(name: object, what: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequestError(f"{what} must be a non-empty string")
+    if "/" in name or len(name) > 128:
+        raise BadRequestError(f"{what} must not contain '/' and be at most 128 characters")
+    return name
+
+
+class ManagementCommands(CatalogBase):
+    """Bootstrap, projects and warehouses (Lakekeeper-shaped management API)."""
+
+    # -- server ----------------------------------------------------------------------------
+    def is_bootstrapped(self) -> bool:
+        return self.get_or_none(SERVER_ID, Server) is not None
+
+    def bootstrap(self, ctx: RequestContext, *, is_operator: bool = False) -> bool:
+        """Bootstrap once; returns False when the server was already bootstrapped."""
+        if self.is_bootstrapped():
+            return False
+        server = Server._create(
+            Server.Bootstrapped,
+            id=SERVER_ID,
+            is_operator=is_operator,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+        try:
+            self.save_all(server)
+        except Exception:
+            if self.is_bootstrapped():
+                return False
+            raise
+        return True
+
+    # -- projects --------------------------------------------------------------------------
+    def get_project(self, project_id: UUID) -> Project:
+        project = self.get_or_none(project_id, Project)
+        if project is None or project.deleted:
+            raise NoSuchProjectError(f"Project does not exist: {project_id}")
+        return project
+
+    def create_project(
+        self, ctx: RequestContext, name: str, project_id: UUID | None = None
+    ) -> UUID:
+        validate_name(name, "project-name")
+        pid = project_id or uuid4()
+        existing = self.get_or_none(pid, Project)
+        if existing is not None:
+            raise AlreadyExistsError(f"Project already exists: {pid}")
+        project = Project.create(
+            project_id=pid, name=name, actor=ctx.actor, request_id=ctx.request_id
+        )
+        try:
+            self.save_all(project)
+        except Exception:
+            if self.get_or_none(pid, Project) is not None:
+                raise AlreadyExistsError(f"Project already exists: {pid}") from None
+            raise
+        return pid
+
+    def rename_project(self, ctx: RequestContext, project_id: UUID, name: str) -> None:
+        validate_name(name, "new-name")
+
+        def attempt() -> None:
+            project = self.get_project(project_id)
+            if project.name != name:
+                project.rename(name, actor=ctx.actor, request_id=ctx.request_id)
+                self.save_all(project)
+
+        self.retrying(attempt)
+
+    def delete_project(self, ctx: RequestContext, project_id: UUID) -> None:
+        def attempt() -> None:
+            project = self.get_project(project_id)
+            if project.warehouse_count > 0:
+                raise NotEmptyError(
+                    f"Project {project_id} still has {project.warehouse_count} warehouse(s)"
+                )
+            project.delete(actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(project)
+
+        self.retrying(attempt)
+
+    # -- warehouses ------------------------------------------------------------------------
+    def get_warehouse(self, warehouse_id: UUID) -> Warehouse:
+        warehouse = self.get_or_none(warehouse_id, Warehouse)
+        if warehouse is None or warehouse.deleted:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
+        return warehouse
+
+    def create_warehouse(
+        self,
+        ctx: RequestContext,
+        *,
+        project_id: UUID,
+        name: str,
+        storage_profile: object,
+        delete_profile: object = None,
+        check_access: bool = True,
+    ) -> UUID:
+        validate_name(name, "warehouse-name")
+        profile = validate_storage_profile(storage_profile, check_access=check_access)
+        deletion = validate_delete_profile(delete_profile)
+        warehouse_id = uuid4()
+
+        def attempt() -> UUID:
+            project = self.get_project(project_id)
+            claim_id = warehouse_claim_id(project_id, name)
+            existing = self.get_or_none(claim_id, NameClaim)
+            if existing is not None and existing.is_held:
+                raise AlreadyExistsError(f"Warehouse already exists: {name}")
+            name_claim = claim(
+                existing,
+                claim_id=claim_id,
+                kind="warehouse",
+                holder_id=warehouse_id,
+                name=f"{project_id}/{name}",
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            warehouse = Warehouse.create(
+                warehouse_id=warehouse_id,
+                project_id=project_id,
+                name=name,
+                storage_profile=profile,
+                delete_profile=deletion,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            project.add_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(name_claim, warehouse, project)
+            return warehouse_id
+
+        return self.retrying(attempt)
+
+    def rename_warehouse(self, ctx: RequestContext, warehouse_id: UUID, name: str) -> None:
+        validate_name(name, "new-name")
+
+        def attempt() -> None:
+            warehouse = self.get_warehouse(warehouse_id)
+            if warehouse.name == name:
+                return
+            old_id = warehouse_claim_id(warehouse.project_id, warehouse.name)
+            new_id = warehouse_claim_id(warehouse.project_id, name)
+            old_claim = self.get_or_none(old_id, NameClaim)
+            existing = self.get_or_none(new_id, NameClaim)
+            if existing is not None and existing.is_held:
+                raise AlreadyExistsError(f"Warehouse already exists: {name}")
+            new_claim = claim(
+                existing,
+                claim_id=new_id,
+                kind="warehouse",
+                holder_id=warehouse_id,
+                name=f"{warehouse.project_id}/{name}",
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            if old_claim is not None:
+                old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+            warehouse.rename(name, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(old_claim, new_claim, warehouse)
+
+        self.retrying(attempt)
+
+    def delete_warehouse(self, ctx: RequestContext, warehouse_id: UUID) -> None:
+        def attempt() -> None:
+            warehouse = self.get_warehouse(warehouse_id)
+            if warehouse.namespace_count > 0:
+                raise NotEmptyError(
+                    f"Warehouse {warehouse.name} is not empty: it has "
+                    f"{warehouse.namespace_count} namespace(s)"
+                )
+            project = self.get_or_none(warehouse.project_id, Project)
+            name_claim = self.get_or_none(
+                warehouse_claim_id(warehouse.project_id, warehouse.name), NameClaim
+            )
+            if name_claim is not None and name_claim.holder_id == warehouse_id:
+                name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+            warehouse.delete(actor=ctx.actor, request_id=ctx.request_id)
+            if project is not None and not project.deleted:
+                project.remove_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(name_claim, warehouse, project)
+
+        self.retrying(attempt)

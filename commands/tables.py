@@ -1,0 +1,485 @@
+"""Table commands: create, commit, rename, drop (+purge), register."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid4
+
+import orjson
+
+from commands.base import ConcurrentChange, now_ms
+from commands.namespaces import NamespaceCommands
+from commands.storage import file_io_for
+from commands.storage.purge import purge_files, reachable_files
+from domain.claims import NameClaim, claim
+from domain.context import RequestContext
+from domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    CommitFailedError,
+    NoSuchTableError,
+    NotFoundError,
+    UnsupportedOperationError,
+)
+from domain.identifiers import TabularName, tabular_claim_id
+from domain.locations import default_table_location, is_inside, normalize_location
+from domain.namespace import Namespace
+from domain.ports import FileIO, LocationIndex
+from domain.properties import reject_secret_properties
+from domain.requirements import check_requirements
+from domain.table import Table
+from domain.table_metadata import (
+    apply_updates,
+    is_create_requirements,
+    metadata_file_name,
+    metadata_file_version,
+    new_table_metadata,
+)
+from domain.warehouse import Warehouse
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What a table command answers with: the current metadata and where it lives."""
+
+    table_id: UUID
+    metadata_location: str | None
+    metadata: dict[str, Any]
+
+
+def metadata_dir(metadata: dict[str, Any]) -> str:
+    custom = metadata.get("properties", {}).get("write.metadata.path")
+    base = custom if custom else f"{metadata['location']}/metadata"
+    return str(base).rstrip("/")
+
+
+def _no_index(_warehouse_id: str, _location: str) -> str | None:
+    return None
+
+
+class TableCommands(NamespaceCommands):
+    """The commit unit of the catalog. Every command appends its events in one save."""
+
+    location_index: LocationIndex = staticmethod(_no_index)  # replaced by the composition root
+
+    # -- lookups ---------------------------------------------------------------------------
+    def _claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
+        return self.get_or_none(tabular_claim_id(warehouse_id, name), NameClaim)
+
+    def find_table(self, warehouse_id: UUID, name: TabularName) -> Table | None:
+        held = self._claim(warehouse_id, name)
+        if held is None or held.holder_id is None or held.kind != "table":
+            return None
+        table = self.get_or_none(held.holder_id, Table)
+        return None if table is None or table.dropped else table
+
+    def get_table(self, warehouse_id: UUID, name: TabularName) -> Table:
+        table = self.find_table(warehouse_id, name)
+        if table is None:
+            raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+        return table
+
+    def load_metadata(self, location: str, file_io: FileIO) -> dict[str, Any]:
+        cached = self.metadata_cache.get(location)
+        if cached is not None:
+            return cached
+        try:
+            raw = file_io.read(location)
+        except FileNotFoundError:
+            raise NotFoundError(f"Failed to open input stream for file: {location}") from None
+        metadata: dict[str, Any] = orjson.loads(raw)
+        self.metadata_cache.put(location, metadata)
+        return metadata
+
+    def _free_claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
+        """The claim for a new table name: absent or released; 409 when held."""
+        existing = self._claim(warehouse_id, name)
+        if existing is not None and existing.is_held:
+            if existing.kind == "view":
+                raise AlreadyExistsError(f"View with same name already exists: {name.dotted}")
+            raise AlreadyExistsError(f"Table already exists: {name.dotted}")
+        return existing
+
+    def _check_location(self, warehouse: Warehouse, location: str) -> None:
+        if not is_inside(location, warehouse.base_location):
+            raise BadRequestError(
+                f"Location {location} is not inside the warehouse location "
+                f"{warehouse.base_location}"
+            )
+        if normalize_location(location) == normalize_location(warehouse.base_location):
+            raise BadRequestError("A table location cannot be the warehouse location itself")
+        other = self.location_index(str(warehouse.id), normalize_location(location))
+        if other is not None:
+            raise BadRequestError(f"Location {location} overlaps with the location of {other}")
+
+    def _write_first_file(
+        self, file_io: FileIO, metadata: dict[str, Any], version: int = 0
+    ) -> tuple[str, bytes]:
+        location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
+        data = self.remember_metadata(location, metadata)
+        file_io.write_new(location, data)
+        return location, data
+
+    # -- create ----------------------------------------------------------------------------
+    def create_table(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        name: TabularName,
+        *,
+        schema: dict[str, Any],
+        partition_spec: dict[str, Any] | None,
+        sort_order: dict[str, Any] | None,
+        location: str | None,
+        properties: dict[str, str],
+        stage: bool,
+    ) -> TableState:
+        if not name.name:
+            raise BadRequestError("Table name must not be empty")
+        reject_secret_properties(properties, "Table")
+        table_id = uuid4()
+
+        def attempt() -> TableState:
+            warehouse = self.get_warehouse(warehouse_id)
+            ns = self.get_namespace(warehouse_id, name.namespace)
+            existing = self._free_claim(warehouse_id, name)
+            if location:
+                table_location = normalize_location(location)
+                self._check_location(warehouse, table_location)
+            else:
+                table_location = default_table_location(
+                    warehouse.base_location, name.namespace, name.name, table_id
+                )
+            metadata = new_table_metadata(
+                table_uuid=str(table_id),
+                location=table_location,
+                schema=schema,
+                partition_spec=partition_spec,
+                sort_order=sort_order,
+                properties=properties,
+                now_ms=now_ms(),
+            )
+            if stage:
+                return TableState(table_id, None, metadata)
+            file_io = file_io_for(warehouse.storage_profile)
+            md_location, data = self._write_first_file(file_io, metadata)
+            name_claim = claim(
+                existing,
+                claim_id=tabular_claim_id(warehouse_id, name),
+                kind="table",
+                holder_id=table_id,
+                name=name.dotted,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            table = Table.create(
+                table_id=table_id,
+                warehouse_id=warehouse_id,
+                namespace_id=ns.id,
+                namespace=name.namespace.as_list(),
+                name=name.name,
+                location=table_location,
+                metadata_location=md_location,
+                metadata=metadata,
+                updates=[],
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
+            self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
+            return TableState(table_id, md_location, metadata)
+
+        return self.retrying(attempt)
+
+    def _save_or_forget(
+        self,
+        file_io: FileIO,
+        md_location: str,
+        *aggregates: Any,
+        hint: bytes,
+    ) -> None:
+        """Append; if a concurrent writer won, remove the now-orphaned metadata file."""
+        try:
+            self.save_all(*aggregates, hints={md_location: hint})
+        except ConcurrentChange:
+            with contextlib.suppress(OSError):
+                file_io.delete(md_location)
+            raise
+
+    def _create_by_transaction(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        name: TabularName,
+        updates: list[dict[str, Any]],
+    ) -> TableState:
+        """A create transaction (stage-create, then a commit with only assert-create)."""
+
+        def attempt() -> TableState:
+            warehouse = self.get_warehouse(warehouse_id)
+            ns = self.get_namespace(warehouse_id, name.namespace)
+            existing = self._claim(warehouse_id, name)
+            if existing is not None and existing.is_held:
+                if existing.kind == "view":
+                    raise AlreadyExistsError(
+                        f"View with same name already exists: {name.dotted}"
+                    )
+                raise CommitFailedError("Requirement failed: table already exists")
+            metadata = apply_updates(None, updates, now_ms=now_ms(), previous_location=None)
+            reject_secret_properties(metadata.get("properties", {}), "Table")
+            self._check_location(warehouse, metadata["location"])
+            table_id = uuid4()
+            with contextlib.suppress(ValueError):
+                wanted = UUID(str(metadata.get("table-uuid")))
+                if self.get_or_none(wanted, Table) is None:
+                    table_id = wanted
+            file_io = file_io_for(warehouse.storage_profile)
+            md_location, data = self._write_first_file(file_io, metadata)
+            name_claim = claim(
+                existing,
+                claim_id=tabular_claim_id(warehouse_id, name),
+                kind="table",
+                holder_id=table_id,
+                name=name.dotted,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            table = Table.create(
+                table_id=table_id,
+                warehouse_id=warehouse_id,
+                namespace_id=ns.id,
+                namespace=name.namespace.as_list(),
+                name=name.name,
+                location=normalize_location(metadata["location"]),
+                metadata_location=md_location,
+                metadata=metadata,
+                updates=updates,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
+            self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
+            return TableState(table_id, md_location, metadata)
+
+        return self.retrying(attempt)
+
+    # -- commit ----------------------------------------------------------------------------
+    def commit_table(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        name: TabularName,
+        requirements: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+    ) -> TableState:
+        """Check requirements against the CURRENT table, apply, write, append.
+
+        A concurrent commit makes the append fail on the aggregate version; the attempt
+        then starts over against the newer table: if the requirements still hold the
+        updates are re-applied on top (server-side rebase), otherwise 409.
+        """
+        if is_create_requirements(requirements):
+            return self._create_by_transaction(ctx, warehouse_id, name, updates)
+
+        def attempt() -> TableState:
+            warehouse = self.get_warehouse(warehouse_id)
+            table = self.get_table(warehouse_id, name)
+            file_io = file_io_for(warehouse.storage_profile)
+            base = self.load_metadata(table.metadata_location, file_io)
+            check_requirements(base, requirements)
+            applied_at = now_ms()
+            metadata = apply_updates(
+                base, updates, now_ms=applied_at, previous_location=table.metadata_location
+            )
+            if metadata is base:
+                return TableState(table.id, table.metadata_location, base)
+            if metadata["location"] != base["location"]:
+                self._check_location(warehouse, metadata["location"])
+            reject_secret_properties(metadata.get("properties", {}), "Table")
+            version = metadata_file_version(table.metadata_location) + 1
+            md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
+            data = self.remember_metadata(md_location, metadata)
+            file_io.write_new(md_location, data)
+            table.commit(
+                requirements=requirements,
+                updates=updates,
+                metadata_location=md_location,
+                applied_at_ms=applied_at,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            self._save_or_forget(file_io, md_location, table, hint=data)
+            self._delete_expired_metadata_files(base, metadata, file_io)
+            return TableState(table.id, md_location, metadata)
+
+        return self.retrying(attempt)
+
+    @staticmethod
+    def _delete_expired_metadata_files(
+        base: dict[str, Any], metadata: dict[str, Any], file_io: FileIO
+    ) -> None:
+        """`write.metadata.delete-after-commit.enabled`: drop files that left metadata-log."""
+        enabled = metadata.get("properties", {}).get("write.metadata.delete-after-commit.enabled")
+        if str(enabled).lower() != "true":
+            return
+        kept = {entry["metadata-file"] for entry in metadata.get("metadata-log", [])}
+        for entry in base.get("metadata-log", []):
+            if entry["metadata-file"] not in kept:
+                with contextlib.suppress(OSError):
+                    file_io.delete(entry["metadata-file"])
+
+    # -- drop ------------------------------------------------------------------------------
+    def drop_table(
+        self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, purge: bool
+    ) -> None:
+        def attempt() -> Table:
+            self.get_warehouse(warehouse_id)
+            table = self.get_table(warehouse_id, name)
+            name_claim = self._claim(warehouse_id, name)
+            ns = self.get_or_none(table.namespace_id, Namespace)
+            table.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
+            if name_claim is not None:
+                name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+            if ns is not None:
+                ns.remove_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(table, name_claim, ns)
+            return table
+
+        dropped = self.retrying(attempt)
+        if purge:
+            self.purge_table(ctx, dropped.id)
+
+    def purge_table(self, ctx: RequestContext, table_id: UUID) -> None:
+        """Delete every file reachable from a dropped table's metadata, then record it."""
+
+        def attempt() -> None:
+            table = self.get_or_none(table_id, Table)
+            if table is None or not table.dropped or table.purged:
+                return
+            warehouse = self.get_warehouse(table.warehouse_id)
+            file_io = file_io_for(warehouse.storage_profile)
+            try:
+                metadata = self.load_metadata(table.metadata_location, file_io)
+            except NotFoundError:
+                metadata = {"metadata-log": []}
+            paths = reachable_files(metadata, table.metadata_location, file_io)
+            deleted, missing = purge_files(paths, file_io)
+            table.mark_purged(
+                deleted_files=deleted,
+                missing_files=missing,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            self.save_all(table)
+
+        self.retrying(attempt)
+
+    # -- rename ----------------------------------------------------------------------------
+    def rename_table(
+        self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
+    ) -> None:
+        if not dest.name:
+            raise BadRequestError("Table name must not be empty")
+
+        def attempt() -> None:
+            self.get_warehouse(warehouse_id)
+            table = self.get_table(warehouse_id, source)
+            dest_ns = self.get_namespace(warehouse_id, dest.namespace)
+            target = self._claim(warehouse_id, dest)
+            if target is not None and target.is_held:
+                if target.kind == "view":
+                    raise AlreadyExistsError(
+                        f"Cannot rename {source.dotted} to {dest.dotted}. View already exists"
+                    )
+                raise AlreadyExistsError(f"Table already exists: {dest.dotted}")
+            old_claim = self._claim(warehouse_id, source)
+            new_claim = claim(
+                target,
+                claim_id=tabular_claim_id(warehouse_id, dest),
+                kind="table",
+                holder_id=table.id,
+                name=dest.dotted,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            if old_claim is not None:
+                old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+            source_ns_id = table.namespace_id
+            table.rename(
+                namespace_id=dest_ns.id,
+                namespace=dest.namespace.as_list(),
+                name=dest.name,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            if dest_ns.id == source_ns_id:
+                self.save_all(old_claim, new_claim, table)
+                return
+            # Moving between namespaces moves the child count too, in the same append.
+            source_ns = self.get_or_none(source_ns_id, Namespace)
+            if source_ns is not None:
+                source_ns.remove_child(
+                    "table", table.id, actor=ctx.actor, request_id=ctx.request_id
+                )
+            dest_ns.add_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(old_claim, new_claim, table, source_ns, dest_ns)
+
+        self.retrying(attempt)
+
+    # -- register --------------------------------------------------------------------------
+    def register_table(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        name: TabularName,
+        metadata_location: str,
+        *,
+        overwrite: bool = False,
+    ) -> TableState:
+        if overwrite:
+            raise UnsupportedOperationError("registerTable with overwrite=true is not supported")
+        if not name.name:
+            raise BadRequestError("Table name must not be empty")
+        table_id = uuid4()
+
+        def attempt() -> TableState:
+            warehouse = self.get_warehouse(warehouse_id)
+            ns = self.get_namespace(warehouse_id, name.namespace)
+            existing = self._free_claim(warehouse_id, name)
+            if not is_inside(metadata_location, warehouse.base_location):
+                raise BadRequestError(
+                    f"Metadata location {metadata_location} is not inside the warehouse"
+                )
+            file_io = file_io_for(warehouse.storage_profile)
+            metadata = self.load_metadata(metadata_location, file_io)
+            if not isinstance(metadata.get("location"), str) or "format-version" not in metadata:
+                raise BadRequestError(f"Not an Iceberg table metadata file: {metadata_location}")
+            self._check_location(warehouse, metadata["location"])
+            name_claim = claim(
+                existing,
+                claim_id=tabular_claim_id(warehouse_id, name),
+                kind="table",
+                holder_id=table_id,
+                name=name.dotted,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            table = Table.register(
+                table_id=table_id,
+                warehouse_id=warehouse_id,
+                namespace_id=ns.id,
+                namespace=name.namespace.as_list(),
+                name=name.name,
+                location=normalize_location(metadata["location"]),
+                metadata_location=metadata_location,
+                metadata=metadata,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(name_claim, table, ns, hints={metadata_location: orjson.dumps(metadata)})
+            return TableState(table_id, metadata_location, metadata)
+
+        return self.retrying(attempt)

@@ -1,0 +1,102 @@
+"""Name claims: uniqueness of names under concurrency without locks.
+
+A claim's id is derived from the name (see :mod:`domain.identifiers`), so two
+writers creating one name both append version 1 (or both append the next
+version of a released claim) and the event store rejects the second append.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class NameClaim(Aggregate):
+    """Who holds a name: a table or a view (one identifier space), or a warehouse."""
+
+    TOPIC = "icelog.name-claim"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.name-claim.event.v1"
+        actor: str
+        request_id: str
+
+    class Claimed(Event, Aggregate.Created):
+        """A name was claimed for the first time. `name` is the readable full name."""
+
+        TOPIC = "icelog.name-claim.claimed.v1"
+        kind: str
+        holder_id: UUID
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.kind = self.kind
+            aggregate.holder_id = self.holder_id
+            aggregate.name = self.name
+
+    class Reclaimed(Event):
+        """A released name was claimed again."""
+
+        TOPIC = "icelog.name-claim.reclaimed.v1"
+        kind: str
+        holder_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.kind = self.kind
+            aggregate.holder_id = self.holder_id
+
+    class Released(Event):
+        """The holder gave the name up (drop or rename)."""
+
+        TOPIC = "icelog.name-claim.released.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.kind = None
+            aggregate.holder_id = None
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        kind: str | None
+        holder_id: UUID | None
+        name: str
+
+    @property
+    def is_held(self) -> bool:
+        return self.holder_id is not None
+
+    def reclaim(self, *, kind: str, holder_id: UUID, actor: str, request_id: str) -> None:
+        assert self.holder_id is None, "claim is held"
+        self.trigger_event(
+            self.Reclaimed, kind=kind, holder_id=holder_id, actor=actor, request_id=request_id
+        )
+
+    def release(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Released, actor=actor, request_id=request_id)
+
+
+def claim(
+    existing: NameClaim | None,
+    *,
+    claim_id: UUID,
+    kind: str,
+    holder_id: UUID,
+    name: str,
+    actor: str,
+    request_id: str,
+) -> NameClaim:
+    """Claim a free name: create the claim, or re-claim a released one."""
+    if existing is None:
+        return NameClaim._create(
+            NameClaim.Claimed,
+            id=claim_id,
+            kind=kind,
+            holder_id=holder_id,
+            name=name,
+            actor=actor,
+            request_id=request_id,
+        )
+    existing.reclaim(kind=kind, holder_id=holder_id, actor=actor, request_id=request_id)
+    return existing

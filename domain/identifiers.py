@@ -1,0 +1,79 @@
+"""Identifiers and the derived ids that make names unique.
+
+Claim ids are uuid5 values derived from (warehouse, kind space, full name):
+two concurrent creates of one name build the same aggregate id and collide on
+version 1 in the event store, so uniqueness needs no lock and no read model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID, uuid5
+
+NIL_UUID = UUID(int=0)
+# Fixed namespace for every derived id; changing it would orphan stored claims.
+ICELOG_NAMESPACE = UUID("6b0f3c1e-5d3a-4c8e-9a57-1c2f0e4b7d21")
+SEPARATOR = "\x1f"
+
+
+@dataclass(frozen=True, order=True)
+class NamespaceName:
+    """A namespace path: one or more levels, each a non-empty string."""
+
+    levels: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """Storage key: the levels joined with the unit separator."""
+        return SEPARATOR.join(self.levels)
+
+    @property
+    def dotted(self) -> str:
+        """How Iceberg messages print a namespace (`a.b`)."""
+        return ".".join(self.levels)
+
+    @property
+    def parent(self) -> NamespaceName | None:
+        return NamespaceName(self.levels[:-1]) if len(self.levels) > 1 else None
+
+    @classmethod
+    def from_key(cls, key: str) -> NamespaceName:
+        return cls(tuple(key.split(SEPARATOR)))
+
+    def as_list(self) -> list[str]:
+        return list(self.levels)
+
+
+@dataclass(frozen=True)
+class TabularName:
+    """A table or view name inside a namespace."""
+
+    namespace: NamespaceName
+    name: str
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.namespace.dotted}.{self.name}"
+
+
+def namespace_id(warehouse_id: UUID, namespace: NamespaceName) -> UUID:
+    """Namespace aggregate id: one aggregate per (warehouse, path), reused on re-create."""
+    return uuid5(ICELOG_NAMESPACE, f"namespace:{warehouse_id}:{namespace.key}")
+
+
+def tabular_claim_id(warehouse_id: UUID, name: TabularName) -> UUID:
+    """Name claim for tables AND views: they share one identifier space (spec)."""
+    return uuid5(ICELOG_NAMESPACE, f"tabular:{warehouse_id}:{name.namespace.key}{SEPARATOR}{name.name}")
+
+
+def warehouse_claim_id(project_id: UUID, name: str) -> UUID:
+    """Warehouse names are unique per project."""
+    return uuid5(ICELOG_NAMESPACE, f"warehouse:{project_id}:{name}")
+
+
+SERVER_ID = uuid5(ICELOG_NAMESPACE, "server")
+
+
+def properties_hint_key(namespace_uuid: UUID) -> str:
+    """Key under which a command hands the new namespace properties to the inline projection."""
+    return f"namespace-properties:{namespace_uuid}"

@@ -1,0 +1,50 @@
+"""Storage locations: normalisation, containment and default table paths."""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+from domain.errors import BadRequestError
+from domain.identifiers import NamespaceName
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def normalize_location(location: str) -> str:
+    """One spelling per place: `file:/x` and `file:///x` are the same file, no trailing '/'."""
+    loc = location.strip()
+    if loc.startswith("file:") and not loc.startswith("file://"):
+        loc = "file://" + loc[len("file:") :]
+    elif loc.startswith("/"):
+        loc = "file://" + loc
+    return loc.rstrip("/")
+
+
+def is_inside(location: str, base: str) -> bool:
+    """True when `location` is `base` itself or below it."""
+    loc, root = normalize_location(location), normalize_location(base)
+    return loc == root or loc.startswith(root + "/")
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Two table locations overlap when one is inside the other."""
+    return is_inside(a, b) or is_inside(b, a)
+
+
+def path_segment(text: str) -> str:
+    """A name made safe to use as one path segment (names may hold '/', spaces, ...)."""
+    safe = _UNSAFE.sub("_", text)
+    return safe or "_"
+
+
+def default_table_location(base: str, namespace: NamespaceName, name: str, table_id: UUID) -> str:
+    """`<warehouse>/<ns levels>/<name>-<id>`: the id keeps re-created names from sharing files."""
+    parts = [path_segment(level) for level in namespace.levels]
+    return "/".join([normalize_location(base), *parts, f"{path_segment(name)}-{table_id.hex}"])
+
+
+def require_location(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequestError("location must be a non-empty string")
+    return normalize_location(value)

@@ -1,0 +1,166 @@
+"""Namespaces (nested): properties and the count of what they contain."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+CHILD_KINDS = ("namespace", "table", "view")
+
+
+class Namespace(Aggregate):
+    """A namespace. Its id is derived from (warehouse, path), so a dropped namespace that is
+    created again continues the same stream (`Recreated`).
+
+    Children (tables, views, sub-namespaces) are counted here: creating a child appends
+    `ChildAdded` in the same save as the child, so a concurrent drop conflicts on this
+    aggregate's version instead of leaving an orphan.
+    """
+
+    TOPIC = "icelog.namespace"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.namespace.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        TOPIC = "icelog.namespace.created.v1"
+        warehouse_id: UUID
+        levels: list[str]
+        properties: dict[str, str]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.warehouse_id = self.warehouse_id
+            aggregate.levels = list(self.levels)
+            aggregate.properties = dict(self.properties)
+            aggregate.children = dict.fromkeys(CHILD_KINDS, 0)
+            aggregate.dropped = False
+
+    class Recreated(Event):
+        TOPIC = "icelog.namespace.recreated.v1"
+        warehouse_id: UUID
+        levels: list[str]
+        properties: dict[str, str]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.properties = dict(self.properties)
+            aggregate.children = dict.fromkeys(CHILD_KINDS, 0)
+            aggregate.dropped = False
+
+    class PropertiesUpdated(Event):
+        """`updated` were set; `removed` were present and are now gone."""
+
+        TOPIC = "icelog.namespace.properties-updated.v1"
+        updated: dict[str, str]
+        removed: list[str]
+
+        def apply(self, aggregate: Any) -> None:
+            props = dict(aggregate.properties)
+            for key in self.removed:
+                props.pop(key, None)
+            props.update(self.updated)
+            aggregate.properties = props
+
+    class ChildAdded(Event):
+        TOPIC = "icelog.namespace.child-added.v1"
+        child_kind: str
+        child_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.children = {
+                **aggregate.children,
+                self.child_kind: aggregate.children.get(self.child_kind, 0) + 1,
+            }
+
+    class ChildRemoved(Event):
+        TOPIC = "icelog.namespace.child-removed.v1"
+        child_kind: str
+        child_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.children = {
+                **aggregate.children,
+                self.child_kind: aggregate.children.get(self.child_kind, 0) - 1,
+            }
+
+    class Dropped(Event):
+        TOPIC = "icelog.namespace.dropped.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.dropped = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        warehouse_id: UUID
+        levels: list[str]
+        properties: dict[str, str]
+        children: dict[str, int]
+        dropped: bool
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        namespace_id: UUID,
+        warehouse_id: UUID,
+        levels: list[str],
+        properties: dict[str, str],
+        actor: str,
+        request_id: str,
+    ) -> Namespace:
+        return cls._create(
+            cls.Created,
+            id=namespace_id,
+            warehouse_id=warehouse_id,
+            levels=levels,
+            properties=properties,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    @property
+    def child_total(self) -> int:
+        return sum(self.children.values())
+
+    def recreate(self, properties: dict[str, str], *, actor: str, request_id: str) -> None:
+        assert self.dropped
+        self.trigger_event(
+            self.Recreated,
+            warehouse_id=self.warehouse_id,
+            levels=self.levels,
+            properties=properties,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def update_properties(
+        self, updated: dict[str, str], removed: list[str], *, actor: str, request_id: str
+    ) -> None:
+        self.trigger_event(
+            self.PropertiesUpdated,
+            updated=updated,
+            removed=removed,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def add_child(self, kind: str, child_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ChildAdded, child_kind=kind, child_id=child_id, actor=actor, request_id=request_id
+        )
+
+    def remove_child(self, kind: str, child_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ChildRemoved,
+            child_kind=kind,
+            child_id=child_id,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def drop(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Dropped, actor=actor, request_id=request_id)

@@ -1,0 +1,28 @@
+"""Ports the write side needs from the outside world (implemented in commands/storage)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class FileIO(Protocol):
+    """Object storage for one warehouse: metadata files are written and read through it."""
+
+    def write_new(self, location: str, data: bytes) -> None:
+        """Write a file that must not exist yet (metadata file names are unique)."""
+
+    def read(self, location: str) -> bytes:
+        """Read a whole file; raises FileNotFoundError when absent."""
+
+    def delete(self, location: str) -> bool:
+        """Delete a file; returns False when it was already gone."""
+
+    def exists(self, location: str) -> bool:
+        """True when the file exists."""
+
+
+class LocationIndex(Protocol):
+    """Answers which live table or view, if any, overlaps a location in a warehouse."""
+
+    def __call__(self, warehouse_id: str, location: str) -> str | None:
+        """Return the dotted name of an overlapping tabular, or None."""

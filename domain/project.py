@@ -1,0 +1,85 @@
+"""Projects: the tenancy unit that owns warehouses (Lakekeeper's model)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class Project(Aggregate):
+    """A project. `warehouse_count` makes "delete only when empty" safe under concurrency:
+    a warehouse create appends to its project, so it conflicts with a concurrent delete."""
+
+    TOPIC = "icelog.project"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.project.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        TOPIC = "icelog.project.created.v1"
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.name = self.name
+            aggregate.deleted = False
+            aggregate.warehouse_count = 0
+
+    class Renamed(Event):
+        TOPIC = "icelog.project.renamed.v1"
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.name = self.name
+
+    class WarehouseAdded(Event):
+        TOPIC = "icelog.project.warehouse-added.v1"
+        warehouse_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.warehouse_count += 1
+
+    class WarehouseRemoved(Event):
+        TOPIC = "icelog.project.warehouse-removed.v1"
+        warehouse_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.warehouse_count -= 1
+
+    class Deleted(Event):
+        TOPIC = "icelog.project.deleted.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.deleted = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        name: str
+        deleted: bool
+        warehouse_count: int
+
+    @classmethod
+    def create(cls, *, project_id: UUID, name: str, actor: str, request_id: str) -> Project:
+        return cls._create(
+            cls.Created, id=project_id, name=name, actor=actor, request_id=request_id
+        )
+
+    def rename(self, name: str, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
+
+    def add_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.WarehouseAdded, warehouse_id=warehouse_id, actor=actor, request_id=request_id
+        )
+
+    def remove_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.WarehouseRemoved, warehouse_id=warehouse_id, actor=actor, request_id=request_id
+        )
+
+    def delete(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Deleted, actor=actor, request_id=request_id)

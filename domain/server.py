@@ -1,0 +1,32 @@
+"""The catalog server itself: bootstrapped once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.domain import Aggregate
+
+
+class Server(Aggregate):
+    """Singleton aggregate (id :data:`domain.identifiers.SERVER_ID`); its creation is the bootstrap."""
+
+    TOPIC = "icelog.server"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.server.event.v1"
+        actor: str
+        request_id: str
+
+    class Bootstrapped(Event, Aggregate.Created):
+        """The server was bootstrapped; terms of use accepted by `actor`."""
+
+        TOPIC = "icelog.server.bootstrapped.v1"
+        is_operator: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.is_operator = self.is_operator
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        is_operator: bool

@@ -1,0 +1,118 @@
+"""Warehouses: a storage root plus the namespaces and tables inside it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class Warehouse(Aggregate):
+    """A warehouse. The storage profile holds no secrets (only a credential reference, later).
+
+    `namespace_count` counts top-level namespaces, so deleting a warehouse conflicts with
+    a concurrent top-level namespace create instead of orphaning it.
+    """
+
+    TOPIC = "icelog.warehouse"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.warehouse.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        TOPIC = "icelog.warehouse.created.v1"
+        project_id: UUID
+        name: str
+        storage_profile: dict[str, Any]
+        delete_profile: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.project_id = self.project_id
+            aggregate.name = self.name
+            aggregate.storage_profile = self.storage_profile
+            aggregate.delete_profile = self.delete_profile
+            aggregate.namespace_count = 0
+            aggregate.deleted = False
+
+    class Renamed(Event):
+        TOPIC = "icelog.warehouse.renamed.v1"
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.name = self.name
+
+    class NamespaceAdded(Event):
+        TOPIC = "icelog.warehouse.namespace-added.v1"
+        namespace_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.namespace_count += 1
+
+    class NamespaceRemoved(Event):
+        TOPIC = "icelog.warehouse.namespace-removed.v1"
+        namespace_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.namespace_count -= 1
+
+    class Deleted(Event):
+        TOPIC = "icelog.warehouse.deleted.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.deleted = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        project_id: UUID
+        name: str
+        storage_profile: dict[str, Any]
+        delete_profile: dict[str, Any]
+        namespace_count: int
+        deleted: bool
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        warehouse_id: UUID,
+        project_id: UUID,
+        name: str,
+        storage_profile: dict[str, Any],
+        delete_profile: dict[str, Any],
+        actor: str,
+        request_id: str,
+    ) -> Warehouse:
+        return cls._create(
+            cls.Created,
+            id=warehouse_id,
+            project_id=project_id,
+            name=name,
+            storage_profile=storage_profile,
+            delete_profile=delete_profile,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    @property
+    def base_location(self) -> str:
+        return str(self.storage_profile["base-location"])
+
+    def rename(self, name: str, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
+
+    def add_namespace(self, namespace_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.NamespaceAdded, namespace_id=namespace_id, actor=actor, request_id=request_id
+        )
+
+    def remove_namespace(self, namespace_id: UUID, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.NamespaceRemoved, namespace_id=namespace_id, actor=actor, request_id=request_id
+        )
+
+    def delete(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Deleted, actor=actor, request_id=request_id)

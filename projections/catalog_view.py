@@ -1,0 +1,211 @@
+"""The catalog read model: what REST reads (loadTable, list*, config) query.
+
+The same projection runs inline — inside the transaction that appends the events,
+so reads never lag — and in a rebuild that folds the whole log into fresh tables.
+Commands hand it already-rendered documents ("hints") so the inline path never
+reads or re-folds; a rebuild has no hints and folds from the previous row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from domain.identifiers import NamespaceName, properties_hint_key
+from domain.locations import normalize_location
+from domain.namespace import Namespace
+from domain.project import Project
+from domain.table import Table
+from domain.table_metadata import apply_updates
+from domain.warehouse import Warehouse
+
+
+class Cursor(Protocol):
+    def execute(self, query: Any, params: Any = ...) -> Any: ...
+
+    def fetchone(self) -> Any: ...
+
+
+class CatalogView:
+    """Applies domain events to the read-model tables through a DB-API cursor."""
+
+    def __init__(self, dialect: str, prefix: str = "") -> None:
+        self.dialect = dialect
+        self.prefix = prefix
+
+    def _sql(self, statement: str) -> str:
+        statement = statement.replace("{p}", self.prefix)
+        return statement.replace("?", "%s") if self.dialect == "postgres" else statement
+
+    def _exec(self, cur: Cursor, statement: str, params: Sequence[Any]) -> None:
+        cur.execute(self._sql(statement), params)
+
+    def _blob(self, data: bytes) -> Any:
+        return data
+
+    def apply(
+        self, cur: Cursor, events: Sequence[object], hints: Mapping[str, bytes]
+    ) -> None:
+        for event in events:
+            self.apply_one(cur, event, hints)
+
+    def apply_one(self, cur: Cursor, event: object, hints: Mapping[str, bytes]) -> None:  # noqa: C901
+        if isinstance(event, Table.Event):
+            self._table(cur, event, hints)
+        elif isinstance(event, Namespace.Event):
+            self._namespace(cur, event, hints)
+        elif isinstance(event, Warehouse.Event):
+            self._warehouse(cur, event)
+        elif isinstance(event, Project.Event):
+            self._project(cur, event)
+
+    # -- projects and warehouses -------------------------------------------------------------
+    def _project(self, cur: Cursor, event: Project.Event) -> None:
+        pid = str(event.originator_id)
+        if isinstance(event, Project.Created):
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_projects (id, name, created_at) VALUES (?, ?, ?)",
+                (pid, event.name, event.timestamp.isoformat()),
+            )
+        elif isinstance(event, Project.Renamed):
+            self._exec(cur, "UPDATE {p}icelog_projects SET name = ? WHERE id = ?", (event.name, pid))
+        elif isinstance(event, Project.Deleted):
+            self._exec(cur, "DELETE FROM {p}icelog_projects WHERE id = ?", (pid,))
+
+    def _warehouse(self, cur: Cursor, event: Warehouse.Event) -> None:
+        wid = str(event.originator_id)
+        if isinstance(event, Warehouse.Created):
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_warehouses (id, project_id, name, storage_profile, "
+                "delete_profile, status, created_at) VALUES (?, ?, ?, ?, ?, 'active', ?)",
+                (
+                    wid,
+                    str(event.project_id),
+                    event.name,
+                    orjson.dumps(event.storage_profile).decode(),
+                    orjson.dumps(event.delete_profile).decode(),
+                    event.timestamp.isoformat(),
+                ),
+            )
+        elif isinstance(event, Warehouse.Renamed):
+            self._exec(
+                cur, "UPDATE {p}icelog_warehouses SET name = ? WHERE id = ?", (event.name, wid)
+            )
+        elif isinstance(event, Warehouse.Deleted):
+            self._exec(cur, "DELETE FROM {p}icelog_warehouses WHERE id = ?", (wid,))
+
+    # -- namespaces ------------------------------------------------------------------------
+    def _namespace(self, cur: Cursor, event: Namespace.Event, hints: Mapping[str, bytes]) -> None:
+        nid = str(event.originator_id)
+        if isinstance(event, (Namespace.Created, Namespace.Recreated)):
+            name = NamespaceName(tuple(event.levels))
+            parent = name.parent
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_namespaces (id, warehouse_id, ns_key, parent_key, "
+                "properties, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    nid,
+                    str(event.warehouse_id),
+                    name.key,
+                    parent.key if parent else "",
+                    orjson.dumps(event.properties).decode(),
+                    event.timestamp.isoformat(),
+                ),
+            )
+        elif isinstance(event, Namespace.PropertiesUpdated):
+            hint = hints.get(properties_hint_key(event.originator_id))
+            if hint is None:
+                self._exec(
+                    cur, "SELECT properties FROM {p}icelog_namespaces WHERE id = ?", (nid,)
+                )
+                props: dict[str, str] = orjson.loads(cur.fetchone()[0])
+                for key in event.removed:
+                    props.pop(key, None)
+                props.update(event.updated)
+                hint = orjson.dumps(props)
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_namespaces SET properties = ? WHERE id = ?",
+                (hint.decode(), nid),
+            )
+        elif isinstance(event, Namespace.Dropped):
+            self._exec(cur, "DELETE FROM {p}icelog_namespaces WHERE id = ?", (nid,))
+
+    # -- tables ----------------------------------------------------------------------------
+    def _table(self, cur: Cursor, event: Table.Event, hints: Mapping[str, bytes]) -> None:
+        tid = str(event.originator_id)
+        stamp = event.timestamp.isoformat()
+        if isinstance(event, (Table.Created, Table.Registered)):
+            data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_tabulars (id, warehouse_id, ns_key, name, kind, location, "
+                "metadata_location, metadata, version, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, 'table', ?, ?, ?, ?, ?, ?)",
+                (
+                    tid,
+                    str(event.warehouse_id),
+                    NamespaceName(tuple(event.namespace)).key,
+                    event.name,
+                    normalize_location(event.location),
+                    event.metadata_location,
+                    self._blob(data),
+                    event.originator_version,
+                    stamp,
+                    stamp,
+                ),
+            )
+        elif isinstance(event, Table.Committed):
+            data = hints.get(event.metadata_location)
+            location = _new_location(event.updates)
+            if data is None:
+                self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+                previous = orjson.loads(bytes(cur.fetchone()[0]))
+                folded = apply_updates(
+                    previous,
+                    event.updates,
+                    now_ms=event.applied_at_ms,
+                    previous_location=event.previous_metadata_location,
+                )
+                data = orjson.dumps(folded)
+            if location is not None:
+                self._exec(
+                    cur,
+                    "UPDATE {p}icelog_tabulars SET location = ? WHERE id = ?",
+                    (normalize_location(location), tid),
+                )
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_tabulars SET metadata_location = ?, metadata = ?, version = ?, "
+                "updated_at = ? WHERE id = ?",
+                (event.metadata_location, self._blob(data), event.originator_version, stamp, tid),
+            )
+        elif isinstance(event, Table.Renamed):
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_tabulars SET ns_key = ?, name = ?, version = ?, updated_at = ? "
+                "WHERE id = ?",
+                (
+                    NamespaceName(tuple(event.namespace)).key,
+                    event.name,
+                    event.originator_version,
+                    stamp,
+                    tid,
+                ),
+            )
+        elif isinstance(event, Table.Dropped):
+            self._exec(cur, "DELETE FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+
+
+def _new_location(updates: Sequence[Mapping[str, Any]]) -> str | None:
+    """The table location a commit ends with, when it set one."""
+    found = None
+    for update in updates:
+        if str(update.get("action", "")).lower() == "set-location":
+            found = update.get("location")
+    return found if isinstance(found, str) else None

@@ -1,0 +1,202 @@
+"""Read queries over the catalog read model (used by the REST API)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from psycopg.rows import tuple_row
+
+from domain.errors import BadRequestError
+from domain.identifiers import NamespaceName
+
+Rows = list[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class TabularRow:
+    id: str
+    metadata_location: str
+    metadata: bytes
+    version: int
+
+
+def encode_token(value: str) -> str:
+    return base64.urlsafe_b64encode(value.encode()).decode()
+
+
+def decode_token(token: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(token.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequestError(f"Invalid pageToken: {token!r}") from None
+
+
+class CatalogQueries:
+    """Queries over the read model. Each call is one short read on a pooled connection."""
+
+    def __init__(self, dialect: str, cursor: Callable[[], AbstractContextManager[Any]]) -> None:
+        self.dialect = dialect
+        self._cursor = cursor
+
+    @classmethod
+    def for_datastore(cls, datastore: SQLiteDatastore | PostgresDatastore) -> CatalogQueries:
+        if isinstance(datastore, PostgresDatastore):
+            pg = datastore
+
+            @contextmanager
+            def pg_cursor() -> Iterator[Any]:
+                with pg.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                    yield cur
+
+            return cls("postgres", pg_cursor)
+        lite = datastore
+
+        @contextmanager
+        def sqlite_cursor() -> Iterator[Any]:
+            with lite.transaction(commit=False) as cur:
+                yield cur
+
+        return cls("sqlite", sqlite_cursor)
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgres" else sql
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> Rows:
+        with self._cursor() as cur:
+            cur.execute(self._q(sql), params)
+            return [tuple(r) for r in cur.fetchall()]
+
+    def row(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        with self._cursor() as cur:
+            cur.execute(self._q(sql), params)
+            found = cur.fetchone()
+            return tuple(found) if found is not None else None
+
+    # -- projects and warehouses -------------------------------------------------------------
+    def projects(self) -> list[dict[str, str]]:
+        return [
+            {"project-id": r[0], "project-name": r[1]}
+            for r in self.rows("SELECT id, name FROM icelog_projects ORDER BY name, id")
+        ]
+
+    def project(self, project_id: str) -> dict[str, str] | None:
+        r = self.row("SELECT id, name FROM icelog_projects WHERE id = ?", (project_id,))
+        return {"project-id": r[0], "project-name": r[1]} if r else None
+
+    _WAREHOUSE = (
+        "SELECT id, project_id, name, storage_profile, delete_profile, status FROM icelog_warehouses"
+    )
+
+    @staticmethod
+    def _warehouse(r: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            "id": r[0],
+            "warehouse-id": r[0],
+            "project-id": r[1],
+            "name": r[2],
+            "storage-profile": orjson.loads(r[3]),
+            "delete-profile": orjson.loads(r[4]),
+            "status": r[5],
+        }
+
+    def warehouses(self, project_id: str) -> list[dict[str, Any]]:
+        rows = self.rows(self._WAREHOUSE + " WHERE project_id = ? ORDER BY name", (project_id,))
+        return [self._warehouse(r) for r in rows]
+
+    def warehouse(self, warehouse_id: str) -> dict[str, Any] | None:
+        r = self.row(self._WAREHOUSE + " WHERE id = ?", (warehouse_id,))
+        return self._warehouse(r) if r else None
+
+    def warehouse_by_name(self, project_id: str, name: str) -> dict[str, Any] | None:
+        r = self.row(self._WAREHOUSE + " WHERE project_id = ? AND name = ?", (project_id, name))
+        return self._warehouse(r) if r else None
+
+    # -- namespaces ------------------------------------------------------------------------
+    def namespace_properties(self, warehouse_id: str, ns: NamespaceName) -> dict[str, str] | None:
+        r = self.row(
+            "SELECT properties FROM icelog_namespaces WHERE warehouse_id = ? AND ns_key = ?",
+            (warehouse_id, ns.key),
+        )
+        return orjson.loads(r[0]) if r else None
+
+    def namespace_exists(self, warehouse_id: str, ns: NamespaceName) -> bool:
+        return (
+            self.row(
+                "SELECT 1 FROM icelog_namespaces WHERE warehouse_id = ? AND ns_key = ?",
+                (warehouse_id, ns.key),
+            )
+            is not None
+        )
+
+    def list_namespaces(
+        self, warehouse_id: str, parent: NamespaceName | None, token: str | None, size: int | None
+    ) -> tuple[list[list[str]], str | None]:
+        after = decode_token(token) if token else ""
+        sql = (
+            "SELECT ns_key FROM icelog_namespaces WHERE warehouse_id = ? AND parent_key = ? "
+            "AND ns_key > ? ORDER BY ns_key"
+        )
+        params: tuple[Any, ...] = (warehouse_id, parent.key if parent else "", after)
+        if size is not None:
+            sql += " LIMIT ?"
+            params = (*params, size + 1)
+        keys = [r[0] for r in self.rows(sql, params)]
+        next_token = None
+        if size is not None and len(keys) > size:
+            keys = keys[:size]
+            next_token = encode_token(keys[-1])
+        return [NamespaceName.from_key(k).as_list() for k in keys], next_token
+
+    # -- tables and views ------------------------------------------------------------------
+    def list_tabulars(
+        self,
+        warehouse_id: str,
+        ns: NamespaceName,
+        kind: str,
+        token: str | None,
+        size: int | None,
+    ) -> tuple[list[str], str | None]:
+        after = decode_token(token) if token else ""
+        sql = (
+            "SELECT name FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? AND kind = ? "
+            "AND name > ? ORDER BY name"
+        )
+        params: tuple[Any, ...] = (warehouse_id, ns.key, kind, after)
+        if size is not None:
+            sql += " LIMIT ?"
+            params = (*params, size + 1)
+        names = [r[0] for r in self.rows(sql, params)]
+        next_token = None
+        if size is not None and len(names) > size:
+            names = names[:size]
+            next_token = encode_token(names[-1])
+        return names, next_token
+
+    def load_tabular(
+        self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
+    ) -> TabularRow | None:
+        r = self.row(
+            "SELECT id, metadata_location, metadata, version FROM icelog_tabulars "
+            "WHERE warehouse_id = ? AND ns_key = ? AND name = ? AND kind = ?",
+            (warehouse_id, ns.key, name, kind),
+        )
+        return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
+
+    def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
+        """A live tabular whose location equals, contains or is contained in `location`."""
+        r = self.row(
+            "SELECT ns_key, name FROM icelog_tabulars WHERE warehouse_id = ? AND ("
+            "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
+            "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
+            (warehouse_id, location, location, location, location),
+        )
+        if r is None:
+            return None
+        return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}"

@@ -1,0 +1,41 @@
+"""Read-model tables (same database as the event store).
+
+Both dialects get the same tables; ids are stored as text so queries are identical.
+"""
+
+from __future__ import annotations
+
+READ_MODEL_TABLES = ("icelog_projects", "icelog_warehouses", "icelog_namespaces", "icelog_tabulars")
+
+
+def create_statements(dialect: str, prefix: str = "") -> list[str]:
+    """DDL for the read model; `prefix` builds a parallel set of tables (rebuild/verify)."""
+    blob = "BYTEA" if dialect == "postgres" else "BLOB"
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    p = prefix
+    return [
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_projects ("
+        "id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_warehouses ("
+        "id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, "
+        "storage_profile TEXT NOT NULL, delete_profile TEXT NOT NULL, "
+        "status TEXT NOT NULL, created_at TEXT NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_warehouses_by_name "
+        f"ON {p}icelog_warehouses (project_id, name)",
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_namespaces ("
+        "id TEXT PRIMARY KEY, warehouse_id TEXT NOT NULL, ns_key TEXT NOT NULL, "
+        "parent_key TEXT NOT NULL, properties TEXT NOT NULL, created_at TEXT NOT NULL)",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {p}icelog_namespaces_by_key "
+        f"ON {p}icelog_namespaces (warehouse_id, ns_key)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_namespaces_by_parent "
+        f"ON {p}icelog_namespaces (warehouse_id, parent_key, ns_key)",
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_tabulars ("
+        "id TEXT PRIMARY KEY, warehouse_id TEXT NOT NULL, ns_key TEXT NOT NULL, "
+        "name TEXT NOT NULL, kind TEXT NOT NULL, location TEXT NOT NULL, "
+        f"metadata_location TEXT NOT NULL, metadata {blob} NOT NULL, version {big} NOT NULL, "
+        "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {p}icelog_tabulars_by_name "
+        f"ON {p}icelog_tabulars (warehouse_id, ns_key, name)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_tabulars_by_location "
+        f"ON {p}icelog_tabulars (warehouse_id, location)",
+    ]
