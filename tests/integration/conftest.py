@@ -1,0 +1,92 @@
+"""In-process catalog API over a real event store (SQLite file or PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from api.app import create_app
+from api.services import Services
+from api.settings import Settings
+from tests.support import postgres
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+@dataclass
+class Api:
+    client: TestClient
+    services: Services
+    prefix: str
+    warehouse_dir: Path
+
+    def url(self, path: str) -> str:
+        return f"/catalog/v1/{self.prefix}{path}"
+
+    def get(self, path: str, **kw: Any) -> Any:
+        return self.client.get(self.url(path), **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Any:
+        return self.client.post(self.url(path), json=body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> Any:
+        return self.client.delete(self.url(path), **kw)
+
+    def head(self, path: str, **kw: Any) -> Any:
+        return self.client.head(self.url(path), **kw)
+
+    def position(self) -> int:
+        return int(self.services.catalog.recorder.max_notification_id() or 0)
+
+
+def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
+    env = {"ICELOG_DATA_DIR": str(tmp_path / "data")}
+    if database_url:
+        env["ICELOG_DATABASE_URL"] = database_url
+    return Settings.from_env(env)
+
+
+@pytest.fixture(params=BACKENDS)
+def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
+    database_url = postgres.create_database() if request.param == "postgres" else None
+    try:
+        settings = make_settings(tmp_path, database_url)
+        services = Services.build(settings)
+        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
+            yield Api(
+                client,
+                services,
+                config["overrides"]["prefix"],
+                settings.data_dir / "warehouse",
+            )
+        services.close()
+    finally:
+        if database_url:
+            postgres.drop_database(database_url)
+
+
+SCHEMA = {
+    "type": "struct",
+    "schema-id": 7,
+    "fields": [
+        {"id": 3, "name": "id", "type": "long", "required": True},
+        {"id": 4, "name": "data", "type": "string", "required": False},
+        {"id": 5, "name": "ts", "type": "timestamptz", "required": False},
+    ],
+}
+
+
+def create_table(api: Api, ns: str, name: str, **extra: Any) -> dict[str, Any]:
+    response = api.post(f"/namespaces/{ns}/tables", {"name": name, "schema": SCHEMA, **extra})
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
