@@ -19,6 +19,7 @@ from domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     CommitFailedError,
+    LocationTakenError,
     NoSuchTableError,
     NotFoundError,
     UnsupportedOperationError,
@@ -112,7 +113,9 @@ class TableCommands(NamespaceCommands):
             raise BadRequestError("A table location cannot be the warehouse location itself")
         other = self.location_index(str(warehouse.id), normalize_location(location))
         if other is not None:
-            raise BadRequestError(f"Location {location} overlaps with the location of {other}")
+            raise LocationTakenError(
+                f"Location {location} overlaps with the location of {other}"
+            )
 
     def _write_first_file(
         self, file_io: FileIO, metadata: dict[str, Any], version: int = 0

@@ -117,3 +117,9 @@ class CommitStateUnknownError(CatalogError):
 class ServiceUnavailableError(CatalogError):
     status = 503
     error_type = "ServiceUnavailableException"
+
+
+class LocationTakenError(ConflictError):
+    """A table location equals, contains or lies inside another live table's location."""
+
+    error_type = "LocationAlreadyTakenException"

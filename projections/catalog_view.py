@@ -40,7 +40,13 @@ class CatalogView:
         return statement.replace("?", "%s") if self.dialect == "postgres" else statement
 
     def _exec(self, cur: Cursor, statement: str, params: Sequence[Any]) -> None:
-        cur.execute(self._sql(statement), params)
+        if self.dialect == "postgres":
+            # Never prepare inside the library's pipeline: when an append loses a version
+            # race the pipeline aborts, and psycopg would still believe the statement was
+            # prepared ("prepared statement _pg3_N does not exist" on the next use).
+            cur.execute(self._sql(statement), params, prepare=False)
+        else:
+            cur.execute(self._sql(statement), params)
 
     def _blob(self, data: bytes) -> Any:
         return data
