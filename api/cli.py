@@ -6,15 +6,14 @@ import argparse
 import logging
 import sys
 
+import uvicorn
+
+from api.app import create_app
+from api.services import Services
 from api.settings import Settings, SettingsError
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from api.app import create_app
-    from api.services import Services
-
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     # Prepare the schema and the embedded defaults once, before any worker starts.
@@ -44,8 +43,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
-    from api.services import Services
-
     services = Services.build(settings)  # constructing the application creates the schema
     services.close()
     print(f"schema ready ({settings.backend})")

@@ -28,8 +28,10 @@ _HTTP_TYPES = {
 
 def error_response(status: int, error_type: str, message: str, *, head: bool = False) -> Response:
     """`{"error": {"message", "type", "code"}}`; HEAD responses carry no body."""
-    body = b"" if head else orjson.dumps(
-        {"error": {"message": message, "type": error_type, "code": status}}
+    body = (
+        b""
+        if head
+        else orjson.dumps({"error": {"message": message, "type": error_type, "code": status}})
     )
     return Response(body, status_code=status, media_type="application/json")
 
@@ -42,16 +44,25 @@ async def catalog_error(request: Request, exc: Exception) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     status = exc.status_code
-    message = exc.detail if status != 404 else f"No route for request: {request.method} {request.url.path}"
+    message = (
+        exc.detail
+        if status != 404
+        else f"No route for request: {request.method} {request.url.path}"
+    )
     return error_response(
-        status, _HTTP_TYPES.get(status, "RESTException"), str(message), head=request.method == "HEAD"
+        status,
+        _HTTP_TYPES.get(status, "RESTException"),
+        str(message),
+        head=request.method == "HEAD",
     )
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     # Never leak internals (paths, secrets) to clients; the log keeps the traceback.
     log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    error_type = "CommitStateUnknownException" if request.method == "POST" else "InternalServerError"
+    error_type = (
+        "CommitStateUnknownException" if request.method == "POST" else "InternalServerError"
+    )
     return error_response(
         500, error_type, "Internal server error; see the server log", head=request.method == "HEAD"
     )

@@ -23,9 +23,12 @@ _SEPARATOR = re.compile("%1f|\x1f", re.IGNORECASE)
 Handler = Callable[[Request, Any], Response]
 
 
-def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(payload), status_code=status, media_type="application/json",
-                    headers=headers)
+def json_response(
+    payload: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        orjson.dumps(payload), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 def raw_json_response(body: bytes, headers: dict[str, str] | None = None) -> Response:
@@ -112,7 +115,7 @@ def page_params(request: Request) -> tuple[str | None, int | None]:
     size: int | None = None
     if raw_size not in (None, ""):
         try:
-            size = int(raw_size)  # type: ignore[arg-type]
+            size = int(raw_size or "")
         except ValueError:
             raise BadRequestError("pageSize must be a positive integer") from None
         if size < 1:
@@ -135,8 +138,10 @@ class RawPathMiddleware:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("raw_path") and scope["path"].startswith(
-            "/catalog/"
+        if (
+            scope["type"] == "http"
+            and scope.get("raw_path")
+            and scope["path"].startswith("/catalog/")
         ):
             scope = dict(scope)
             scope["path"] = scope["raw_path"].decode("latin-1")

@@ -31,7 +31,7 @@ class Services:
         queries = CatalogQueries.for_datastore(catalog.recorder.datastore)  # type: ignore[attr-defined]
         # The write side asks the read model whether a location is taken; commands/
         # cannot import projections/, so the query is handed in here.
-        catalog.location_index = queries.overlapping_location  # type: ignore[method-assign]
+        catalog.location_index = queries.overlapping_location
         return cls(settings=settings, catalog=catalog, queries=queries)
 
     def ensure_defaults(self) -> None:

@@ -125,4 +125,3 @@ class Settings:
             "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlinePostgresRecorder",
         }
         return env
-

@@ -80,16 +80,14 @@ class CatalogBase(Application[UUID]):
     # -- loading -------------------------------------------------------------------------
     def get_or_none(self, aggregate_id: UUID, cls: type[A]) -> A | None:
         try:
-            aggregate = self.repository.get(aggregate_id)
+            aggregate: Aggregate = self.repository.get(aggregate_id)
         except AggregateNotFoundError:
             return None
         assert isinstance(aggregate, cls), f"{aggregate_id} is not a {cls.__name__}"
         return aggregate
 
     # -- saving --------------------------------------------------------------------------
-    def save_all(
-        self, *aggregates: Aggregate | None, hints: dict[str, bytes] | None = None
-    ) -> int:
+    def save_all(self, *aggregates: Aggregate | None, hints: dict[str, bytes] | None = None) -> int:
         """Append every pending event of `aggregates` in ONE transaction, together with the
         inline read-model update. Returns the log position of the last event.
 

@@ -62,9 +62,7 @@ class NamespaceCommands(ManagementCommands):
             if parent_name is not None:
                 parent = self.find_namespace(warehouse_id, parent_name)
                 if parent is None:
-                    raise NoSuchNamespaceError(
-                        f"Namespace does not exist: {parent_name.dotted}"
-                    )
+                    raise NoSuchNamespaceError(f"Namespace does not exist: {parent_name.dotted}")
             if existing is None:
                 ns = Namespace.create(
                     namespace_id=nid,
@@ -128,9 +126,7 @@ class NamespaceCommands(ManagementCommands):
             missing = [key for key in removals if key not in ns.properties]
             changed = {k: v for k, v in updates.items() if ns.properties.get(k) != v}
             if changed or removed:
-                ns.update_properties(
-                    changed, removed, actor=ctx.actor, request_id=ctx.request_id
-                )
+                ns.update_properties(changed, removed, actor=ctx.actor, request_id=ctx.request_id)
                 self.save_all(ns, hints={properties_hint_key(ns.id): orjson.dumps(ns.properties)})
             return sorted(updates), removed, missing
 

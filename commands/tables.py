@@ -56,7 +56,7 @@ def metadata_dir(metadata: dict[str, Any]) -> str:
     return str(base).rstrip("/")
 
 
-def _no_index(_warehouse_id: str, _location: str) -> str | None:
+def _no_index(warehouse_id: str, location: str) -> str | None:  # noqa: ARG001
     return None
 
 
@@ -113,9 +113,7 @@ class TableCommands(NamespaceCommands):
             raise BadRequestError("A table location cannot be the warehouse location itself")
         other = self.location_index(str(warehouse.id), normalize_location(location))
         if other is not None:
-            raise LocationTakenError(
-                f"Location {location} overlaps with the location of {other}"
-            )
+            raise LocationTakenError(f"Location {location} overlaps with the location of {other}")
 
     def _write_first_file(
         self, file_io: FileIO, metadata: dict[str, Any], version: int = 0
@@ -226,9 +224,7 @@ class TableCommands(NamespaceCommands):
             existing = self._claim(warehouse_id, name)
             if existing is not None and existing.is_held:
                 if existing.kind == "view":
-                    raise AlreadyExistsError(
-                        f"View with same name already exists: {name.dotted}"
-                    )
+                    raise AlreadyExistsError(f"View with same name already exists: {name.dotted}")
                 raise CommitFailedError("Requirement failed: table already exists")
             metadata = apply_updates(None, updates, now_ms=now_ms(), previous_location=None)
             reject_secret_properties(metadata.get("properties", {}), "Table")

@@ -63,7 +63,9 @@ def namespace_id(warehouse_id: UUID, namespace: NamespaceName) -> UUID:
 
 def tabular_claim_id(warehouse_id: UUID, name: TabularName) -> UUID:
     """Name claim for tables AND views: they share one identifier space (spec)."""
-    return uuid5(ICELOG_NAMESPACE, f"tabular:{warehouse_id}:{name.namespace.key}{SEPARATOR}{name.name}")
+    return uuid5(
+        ICELOG_NAMESPACE, f"tabular:{warehouse_id}:{name.namespace.key}{SEPARATOR}{name.name}"
+    )
 
 
 def warehouse_claim_id(project_id: UUID, name: str) -> UUID:

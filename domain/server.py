@@ -8,7 +8,7 @@ from eventsourcing.domain import Aggregate
 
 
 class Server(Aggregate):
-    """Singleton aggregate (id :data:`domain.identifiers.SERVER_ID`); its creation is the bootstrap."""
+    """Singleton aggregate (id `SERVER_ID`); its creation is the bootstrap."""
 
     TOPIC = "icelog.server"
 

@@ -9,7 +9,7 @@ reads or re-folds; a rebuild has no hints and folds from the previous row.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -22,10 +22,9 @@ from domain.table_metadata import apply_updates
 from domain.warehouse import Warehouse
 
 
-class Cursor(Protocol):
-    def execute(self, query: Any, params: Any = ...) -> Any: ...
-
-    def fetchone(self) -> Any: ...
+# A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
+# execute() signatures differ, so the type stays open.
+Cursor = Any
 
 
 class CatalogView:
@@ -51,13 +50,11 @@ class CatalogView:
     def _blob(self, data: bytes) -> Any:
         return data
 
-    def apply(
-        self, cur: Cursor, events: Sequence[object], hints: Mapping[str, bytes]
-    ) -> None:
+    def apply(self, cur: Cursor, events: Sequence[object], hints: Mapping[str, bytes]) -> None:
         for event in events:
             self.apply_one(cur, event, hints)
 
-    def apply_one(self, cur: Cursor, event: object, hints: Mapping[str, bytes]) -> None:  # noqa: C901
+    def apply_one(self, cur: Cursor, event: object, hints: Mapping[str, bytes]) -> None:
         if isinstance(event, Table.Event):
             self._table(cur, event, hints)
         elif isinstance(event, Namespace.Event):
@@ -77,7 +74,9 @@ class CatalogView:
                 (pid, event.name, event.timestamp.isoformat()),
             )
         elif isinstance(event, Project.Renamed):
-            self._exec(cur, "UPDATE {p}icelog_projects SET name = ? WHERE id = ?", (event.name, pid))
+            self._exec(
+                cur, "UPDATE {p}icelog_projects SET name = ? WHERE id = ?", (event.name, pid)
+            )
         elif isinstance(event, Project.Deleted):
             self._exec(cur, "DELETE FROM {p}icelog_projects WHERE id = ?", (pid,))
 
@@ -126,9 +125,7 @@ class CatalogView:
         elif isinstance(event, Namespace.PropertiesUpdated):
             hint = hints.get(properties_hint_key(event.originator_id))
             if hint is None:
-                self._exec(
-                    cur, "SELECT properties FROM {p}icelog_namespaces WHERE id = ?", (nid,)
-                )
+                self._exec(cur, "SELECT properties FROM {p}icelog_namespaces WHERE id = ?", (nid,))
                 props: dict[str, str] = orjson.loads(cur.fetchone()[0])
                 for key in event.removed:
                     props.pop(key, None)
@@ -167,9 +164,11 @@ class CatalogView:
                 ),
             )
         elif isinstance(event, Table.Committed):
-            data = hints.get(event.metadata_location)
+            hinted = hints.get(event.metadata_location)
             location = _new_location(event.updates)
-            if data is None:
+            if hinted is not None:
+                data = hinted
+            else:
                 self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
                 previous = orjson.loads(bytes(cur.fetchone()[0]))
                 folded = apply_updates(

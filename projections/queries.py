@@ -91,7 +91,8 @@ class CatalogQueries:
         return {"project-id": r[0], "project-name": r[1]} if r else None
 
     _WAREHOUSE = (
-        "SELECT id, project_id, name, storage_profile, delete_profile, status FROM icelog_warehouses"
+        "SELECT id, project_id, name, storage_profile, delete_profile, status "
+        "FROM icelog_warehouses"
     )
 
     @staticmethod

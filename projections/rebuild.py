@@ -54,9 +54,7 @@ def rebuild(
             cur.execute(statement)
     position, applied = 0, 0
     while True:
-        batch = recorder.select_notifications(
-            start=position, limit=BATCH, inclusive_of_start=False
-        )
+        batch = recorder.select_notifications(start=position, limit=BATCH, inclusive_of_start=False)
         if not batch:
             return applied
         with _write_cursor(datastore) as cur:
@@ -71,7 +69,9 @@ def rebuild(
 def _rows(datastore: SQLiteDatastore | PostgresDatastore, table: str) -> list[tuple[Any, ...]]:
     with _write_cursor(datastore) as cur:
         cur.execute(f"SELECT * FROM {table} ORDER BY id")
-        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in cur.fetchall()]
+        return [
+            tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in cur.fetchall()
+        ]
 
 
 def differences(recorder: ApplicationRecorder, prefix: str) -> list[str]:

@@ -100,7 +100,9 @@ def get_project(request: Request, _body: Any) -> Response:
 def rename_project(request: Request, body: Any) -> Response:
     data = require_object(body, "RenameProjectRequest")
     services(request).catalog.rename_project(
-        context(request), _project_from(request), data.get("new-name")  # type: ignore[arg-type]
+        context(request),
+        _project_from(request),
+        data.get("new-name"),  # type: ignore[arg-type]
     )
     return no_content()
 
@@ -150,7 +152,9 @@ def rename_warehouse(request: Request, body: Any) -> Response:
     data = require_object(body, "RenameWarehouseRequest")
     warehouse = _get_warehouse(request)
     services(request).catalog.rename_warehouse(
-        context(request), UUID(warehouse["id"]), data.get("new-name")  # type: ignore[arg-type]
+        context(request),
+        UUID(warehouse["id"]),
+        data.get("new-name"),  # type: ignore[arg-type]
     )
     return no_content()
 

@@ -26,9 +26,7 @@ def validate_storage_profile(profile: object, *, check_access: bool = True) -> d
         raise BadRequestError("storage-profile must be an object")
     kind = profile.get("type")
     if kind != "file":
-        raise BadRequestError(
-            f"Unsupported storage-profile type {kind!r}; supported: 'file'"
-        )
+        raise BadRequestError(f"Unsupported storage-profile type {kind!r}; supported: 'file'")
     base = profile.get("base-location")
     if not isinstance(base, str) or not base.startswith(("file:", "/")):
         raise BadRequestError(

@@ -74,7 +74,7 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
             postgres.drop_database(database_url)
 
 
-SCHEMA = {
+SCHEMA: dict[str, Any] = {
     "type": "struct",
     "schema-id": 7,
     "fields": [

@@ -23,7 +23,7 @@ def run_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
         barrier.wait()
         try:
             results[i] = work(i)
-        except Exception as exc:  # noqa: BLE001 - the test inspects what each thread got
+        except Exception as exc:
             results[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
@@ -49,7 +49,9 @@ def test_commits_without_requirements_rebase_and_all_land(api: Api) -> None:
     results = run_threads(8, work)
     assert [r for r in results if r is not None] == []
     props = api.get("/namespaces/db/tables/t").json()["metadata"]["properties"]
-    assert {k for k in props if k.startswith("k")} == {f"k{i}-{j}" for i in range(8) for j in range(6)}
+    assert {k for k in props if k.startswith("k")} == {
+        f"k{i}-{j}" for i in range(8) for j in range(6)
+    }
 
 
 def test_appenders_with_client_retry_lose_no_snapshot(api: Api) -> None:
@@ -79,8 +81,12 @@ def test_appenders_with_client_retry_lose_no_snapshot(api: Api) -> None:
                         [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
                         [
                             {"action": "add-snapshot", "snapshot": snapshot(snap_id, seq, parent)},
-                            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
-                             "snapshot-id": snap_id},
+                            {
+                                "action": "set-snapshot-ref",
+                                "ref-name": "main",
+                                "type": "branch",
+                                "snapshot-id": snap_id,
+                            },
                         ],
                     )
                     break
@@ -108,8 +114,15 @@ def test_concurrent_creates_of_one_name_one_wins(api: Api) -> None:
 
     def work(_i: int) -> Any:
         return catalog.create_table(
-            CTX, wid, TabularName(NamespaceName(("db",)), "same"), schema=SCHEMA,
-            partition_spec=None, sort_order=None, location=None, properties={}, stage=False,
+            CTX,
+            wid,
+            TabularName(NamespaceName(("db",)), "same"),
+            schema=SCHEMA,
+            partition_spec=None,
+            sort_order=None,
+            location=None,
+            properties={},
+            stage=False,
         )
 
     results = run_threads(8, work)
@@ -117,7 +130,9 @@ def test_concurrent_creates_of_one_name_one_wins(api: Api) -> None:
     losers = [r for r in results if isinstance(r, Exception)]
     assert len(winners) == 1
     assert all(isinstance(e, AlreadyExistsError) for e in losers), losers
-    assert api.get("/namespaces/db/tables").json()["identifiers"] == [{"namespace": ["db"], "name": "same"}]
+    assert api.get("/namespaces/db/tables").json()["identifiers"] == [
+        {"namespace": ["db"], "name": "same"}
+    ]
 
 
 def test_concurrent_creates_in_one_namespace_all_land(api: Api) -> None:
@@ -126,8 +141,15 @@ def test_concurrent_creates_in_one_namespace_all_land(api: Api) -> None:
 
     def work(i: int) -> Any:
         return catalog.create_table(
-            CTX, wid, TabularName(NamespaceName(("db",)), f"t{i}"), schema=SCHEMA,
-            partition_spec=None, sort_order=None, location=None, properties={}, stage=False,
+            CTX,
+            wid,
+            TabularName(NamespaceName(("db",)), f"t{i}"),
+            schema=SCHEMA,
+            partition_spec=None,
+            sort_order=None,
+            location=None,
+            properties={},
+            stage=False,
         )
 
     results = run_threads(8, work)

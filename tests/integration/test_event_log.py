@@ -18,26 +18,65 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("create namespace", lambda: api.post("/namespaces", {"namespace": ["db"]})),
         ("create nested", lambda: api.post("/namespaces", {"namespace": ["db", "sub"]})),
-        ("namespace properties", lambda: api.post("/namespaces/db/properties", {"updates": {"a": "b"}})),
-        ("create table", lambda: api.post("/namespaces/db/tables", {"name": "t", "schema": SCHEMA})),
+        (
+            "namespace properties",
+            lambda: api.post("/namespaces/db/properties", {"updates": {"a": "b"}}),
+        ),
+        (
+            "create table",
+            lambda: api.post("/namespaces/db/tables", {"name": "t", "schema": SCHEMA}),
+        ),
         ("commit", lambda: append(api, "db", "t", 1, 1, None)),
         ("create transaction", lambda: _create_tx(api)),
-        ("rename", lambda: api.post("/tables/rename", {"source": {"namespace": ["db"], "name": "t"}, "destination": {"namespace": ["db"], "name": "t2"}})),
+        (
+            "rename",
+            lambda: api.post(
+                "/tables/rename",
+                {
+                    "source": {"namespace": ["db"], "name": "t"},
+                    "destination": {"namespace": ["db"], "name": "t2"},
+                },
+            ),
+        ),
         ("register", lambda: _register(api)),
         ("drop", lambda: api.delete("/namespaces/db/tables/t2")),
-        ("drop purge", lambda: api.delete("/namespaces/db/tables/r", params={"purgeRequested": "true"})),
+        (
+            "drop purge",
+            lambda: api.delete("/namespaces/db/tables/r", params={"purgeRequested": "true"}),
+        ),
         ("drop namespace", lambda: api.delete("/namespaces/db%1Fsub")),
         ("create project", lambda: client.post(f"{ROOT}/project", json={"project-name": "p2"})),
-        ("create warehouse", lambda: client.post(f"{ROOT}/warehouse", json={"warehouse-name": "w2", "storage-profile": {"type": "file", "base-location": f"file://{wh_dir}"}})),
-        ("rename warehouse", lambda: client.post(f"{ROOT}/warehouse/{_wh(api, 'w2')}/rename", json={"new-name": "w3"})),
+        (
+            "create warehouse",
+            lambda: client.post(
+                f"{ROOT}/warehouse",
+                json={
+                    "warehouse-name": "w2",
+                    "storage-profile": {"type": "file", "base-location": f"file://{wh_dir}"},
+                },
+            ),
+        ),
+        (
+            "rename warehouse",
+            lambda: client.post(
+                f"{ROOT}/warehouse/{_wh(api, 'w2')}/rename", json={"new-name": "w3"}
+            ),
+        ),
         ("delete warehouse", lambda: client.delete(f"{ROOT}/warehouse/{_wh(api, 'w3')}")),
-        ("rename project", lambda: client.post(f"{ROOT}/project/{_project(api, 'p2')}/rename", json={"new-name": "p3"})),
+        (
+            "rename project",
+            lambda: client.post(
+                f"{ROOT}/project/{_project(api, 'p2')}/rename", json={"new-name": "p3"}
+            ),
+        ),
         ("delete project", lambda: client.delete(f"{ROOT}/project/{_project(api, 'p3')}")),
     ]
     for label, step in steps:
         before = api.position()
         response = step()
-        assert response.status_code in (200, 204), f"{label}: {response.status_code} {response.text}"
+        assert response.status_code in (200, 204), (
+            f"{label}: {response.status_code} {response.text}"
+        )
         assert api.position() > before, f"{label} appended no event"
     # A failed mutation appends nothing.
     before = api.position()
@@ -47,27 +86,35 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
 
 def _wh(api: Api, name: str) -> str:
     listed = api.client.get(f"{ROOT}/warehouse").json()["warehouses"]
-    return next(w["id"] for w in listed if w["name"] == name)
+    return str(next(w["id"] for w in listed if w["name"] == name))
 
 
 def _project(api: Api, name: str) -> str:
     listed = api.client.get(f"{ROOT}/project-list").json()["projects"]
-    return next(p["project-id"] for p in listed if p["project-name"] == name)
+    return str(next(p["project-id"] for p in listed if p["project-name"] == name))
 
 
 def _create_tx(api: Api) -> Any:
-    staged = api.post("/namespaces/db/tables", {"name": "tx", "schema": SCHEMA, "stage-create": True}).json()["metadata"]
-    return commit(api, "db", "tx", [{"type": "assert-create"}], [
-        {"action": "assign-uuid", "uuid": staged["table-uuid"]},
-        {"action": "upgrade-format-version", "format-version": 2},
-        {"action": "add-schema", "schema": staged["schemas"][0]},
-        {"action": "set-current-schema", "schema-id": -1},
-        {"action": "add-spec", "spec": {"fields": []}},
-        {"action": "set-default-spec", "spec-id": -1},
-        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
-        {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": staged["location"]},
-    ])
+    staged = api.post(
+        "/namespaces/db/tables", {"name": "tx", "schema": SCHEMA, "stage-create": True}
+    ).json()["metadata"]
+    return commit(
+        api,
+        "db",
+        "tx",
+        [{"type": "assert-create"}],
+        [
+            {"action": "assign-uuid", "uuid": staged["table-uuid"]},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": staged["schemas"][0]},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"fields": []}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            {"action": "set-location", "location": staged["location"]},
+        ],
+    )
 
 
 def _register(api: Api) -> Any:
@@ -86,11 +133,42 @@ def test_rebuild_from_the_log_equals_the_live_read_model(api: Api) -> None:
     for i in range(1, 6):
         assert append(api, "db", "a", 100 + i, i, parent).status_code == 200
         parent = 100 + i
-    commit(api, "db", "a", [], [{"action": "set-properties", "updates": {"k": "v"}},
-                                {"action": "remove-snapshots", "snapshot-ids": [101]}])
-    commit(api, "db", "b", [], [{"action": "add-schema", "schema": {**SCHEMA, "fields": [*SCHEMA["fields"], {"id": 9, "name": "extra", "type": "int", "required": False}]}},
-                                {"action": "set-current-schema", "schema-id": -1}])
-    api.post("/tables/rename", {"source": {"namespace": ["db"], "name": "b"}, "destination": {"namespace": ["db", "deep"], "name": "b2"}})
+    commit(
+        api,
+        "db",
+        "a",
+        [],
+        [
+            {"action": "set-properties", "updates": {"k": "v"}},
+            {"action": "remove-snapshots", "snapshot-ids": [101]},
+        ],
+    )
+    commit(
+        api,
+        "db",
+        "b",
+        [],
+        [
+            {
+                "action": "add-schema",
+                "schema": {
+                    **SCHEMA,
+                    "fields": [
+                        *SCHEMA["fields"],
+                        {"id": 9, "name": "extra", "type": "int", "required": False},
+                    ],
+                },
+            },
+            {"action": "set-current-schema", "schema-id": -1},
+        ],
+    )
+    api.post(
+        "/tables/rename",
+        {
+            "source": {"namespace": ["db"], "name": "b"},
+            "destination": {"namespace": ["db", "deep"], "name": "b2"},
+        },
+    )
     api.delete("/namespaces/db/tables/c")
     app = api.services.catalog
     applied = rebuild(app.recorder, app.mapper, "rebuilt_")

@@ -16,7 +16,9 @@ def commit(api: Api, ns: str, name: str, requirements: list[Any], updates: list[
     )
 
 
-def snapshot(snapshot_id: int, seq: int, parent: int | None = None, ts: int = 1_700_000_000_000) -> dict[str, Any]:
+def snapshot(
+    snapshot_id: int, seq: int, parent: int | None = None, ts: int = 1_700_000_000_000
+) -> dict[str, Any]:
     snap: dict[str, Any] = {
         "snapshot-id": snapshot_id,
         "sequence-number": seq,
@@ -55,26 +57,45 @@ def test_create_assigns_fresh_ids_and_writes_first_file(api: Api) -> None:
         "db",
         "events",
         **{
-            "partition-spec": {"spec-id": 5, "fields": [
-                {"source-id": 3, "field-id": 1234, "name": "id_bucket", "transform": "bucket[16]"}
-            ]},
-            "write-order": {"order-id": 9, "fields": [
-                {"source-id": 4, "transform": "identity", "direction": "asc", "null-order": "nulls-first"}
-            ]},
+            "partition-spec": {
+                "spec-id": 5,
+                "fields": [
+                    {
+                        "source-id": 3,
+                        "field-id": 1234,
+                        "name": "id_bucket",
+                        "transform": "bucket[16]",
+                    }
+                ],
+            },
+            "write-order": {
+                "order-id": 9,
+                "fields": [
+                    {
+                        "source-id": 4,
+                        "transform": "identity",
+                        "direction": "asc",
+                        "null-order": "nulls-first",
+                    }
+                ],
+            },
             "properties": {"format-version": "2", "owner": "bob"},
         },
     )
     md = body["metadata"]
     assert [f["id"] for f in md["schemas"][0]["fields"]] == [1, 2, 3]
     assert md["partition-specs"][0]["fields"][0] == {
-        "source-id": 1, "field-id": 1000, "name": "id_bucket", "transform": "bucket[16]"
+        "source-id": 1,
+        "field-id": 1000,
+        "name": "id_bucket",
+        "transform": "bucket[16]",
     }
     assert md["sort-orders"][-1]["order-id"] == 1 and md["default-sort-order-id"] == 1
     assert "format-version" not in md["properties"] and md["properties"]["owner"] == "bob"
     location = body["metadata-location"]
     assert location.startswith(f"file://{api.warehouse_dir}/db/events-")
     assert location.split("/")[-1].startswith("00000-")
-    on_disk = json.loads(Path(location[len("file://"):]).read_text())
+    on_disk = json.loads(Path(location[len("file://") :]).read_text())
     assert on_disk == md
     loaded = api.get("/namespaces/db/tables/events")
     assert loaded.status_code == 200
@@ -90,7 +111,9 @@ def test_missing_table_and_namespace_errors(api: Api) -> None:
     no_ns = api.get("/namespaces/nope/tables/t")
     assert no_ns.status_code == 404
     assert error_of(no_ns) == {
-        "message": "Table does not exist: nope.t", "type": "NoSuchTableException", "code": 404
+        "message": "Table does not exist: nope.t",
+        "type": "NoSuchTableException",
+        "code": 404,
     }
     # Spark asks for metadata tables as a namespace first: must be NoSuchTable.
     create_table(api, "db", "t")
@@ -106,7 +129,9 @@ def test_missing_table_and_namespace_errors(api: Api) -> None:
 
 def test_stage_create_then_create_transaction(api: Api) -> None:
     api.post("/namespaces", {"namespace": ["db"]})
-    staged = api.post("/namespaces/db/tables", {"name": "s", "schema": SCHEMA, "stage-create": True})
+    staged = api.post(
+        "/namespaces/db/tables", {"name": "s", "schema": SCHEMA, "stage-create": True}
+    )
     assert staged.status_code == 200 and "metadata-location" not in staged.json()
     assert api.get("/namespaces/db/tables/s").status_code == 404
     md = staged.json()["metadata"]
@@ -130,7 +155,9 @@ def test_stage_create_then_create_transaction(api: Api) -> None:
     again = commit(api, "db", "s", [{"type": "assert-create"}], updates)
     assert again.status_code == 409
     assert error_of(again)["message"] == "Requirement failed: table already exists"
-    mixed = commit(api, "db", "s", [{"type": "assert-create"}, {"type": "assert-table-uuid", "uuid": "x"}], [])
+    mixed = commit(
+        api, "db", "s", [{"type": "assert-create"}, {"type": "assert-table-uuid", "uuid": "x"}], []
+    )
     assert mixed.status_code == 400
 
 
@@ -149,9 +176,19 @@ def test_commits_write_new_files_and_check_requirements(api: Api) -> None:
     assert stale.status_code == 409
     error = error_of(stale)
     assert error["type"] == "CommitFailedException"
-    assert str(error["message"]).startswith("Requirement failed: branch main was created concurrently")
-    uuid_check = commit(api, "db", "t", [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000001"}], [])
-    assert str(error_of(uuid_check)["message"]).startswith("Requirement failed: UUID does not match")
+    assert str(error["message"]).startswith(
+        "Requirement failed: branch main was created concurrently"
+    )
+    uuid_check = commit(
+        api,
+        "db",
+        "t",
+        [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000001"}],
+        [],
+    )
+    assert str(error_of(uuid_check)["message"]).startswith(
+        "Requirement failed: UUID does not match"
+    )
     unknown = commit(api, "db", "t", [], [{"action": "make-coffee"}])
     assert unknown.status_code == 400
     # No effective change: no new file, same location.
@@ -160,7 +197,9 @@ def test_commits_write_new_files_and_check_requirements(api: Api) -> None:
     loaded = api.get("/namespaces/db/tables/t", params={"snapshots": "refs"})
     assert [s["snapshot-id"] for s in loaded.json()["metadata"]["snapshots"]] == [11]
     etag = loaded.headers["etag"]
-    again = api.get("/namespaces/db/tables/t", params={"snapshots": "refs"}, headers={"If-None-Match": etag})
+    again = api.get(
+        "/namespaces/db/tables/t", params={"snapshots": "refs"}, headers={"If-None-Match": etag}
+    )
     assert again.status_code == 304
 
 
@@ -169,8 +208,16 @@ def test_rename_drop_and_purge(api: Api) -> None:
     api.post("/namespaces", {"namespace": ["other"]})
     create_table(api, "db", "a")
     create_table(api, "db", "b")
+
     def rename(src: list[Any], dst: list[Any]) -> Any:
-        return api.post("/tables/rename", {"source": {"namespace": src[0], "name": src[1]}, "destination": {"namespace": dst[0], "name": dst[1]}})
+        return api.post(
+            "/tables/rename",
+            {
+                "source": {"namespace": src[0], "name": src[1]},
+                "destination": {"namespace": dst[0], "name": dst[1]},
+            },
+        )
+
     taken = rename([["db"], "a"], [["db"], "b"])
     assert taken.status_code == 409 and error_of(taken)["message"] == "Table already exists: db.b"
     no_ns = rename([["db"], "a"], [["nope"], "a"])
@@ -180,15 +227,21 @@ def test_rename_drop_and_purge(api: Api) -> None:
     assert rename([["db"], "a"], [["other"], "moved"]).status_code == 204
     assert api.get("/namespaces/db/tables/a").status_code == 404
     assert api.get("/namespaces/other/tables/moved").status_code == 200
-    assert api.get("/namespaces/other/tables").json() == {"identifiers": [{"namespace": ["other"], "name": "moved"}]}
-    assert api.delete("/namespaces/db/tables/b", params={"purgeRequested": "maybe"}).status_code == 400
+    assert api.get("/namespaces/other/tables").json() == {
+        "identifiers": [{"namespace": ["other"], "name": "moved"}]
+    }
+    assert (
+        api.delete("/namespaces/db/tables/b", params={"purgeRequested": "maybe"}).status_code == 400
+    )
     location = api.get("/namespaces/db/tables/b").json()["metadata-location"]
-    path = Path(location[len("file://"):])
-    assert api.delete("/namespaces/db/tables/b", params={"purgeRequested": "True"}).status_code == 204
+    path = Path(location[len("file://") :])
+    assert (
+        api.delete("/namespaces/db/tables/b", params={"purgeRequested": "True"}).status_code == 204
+    )
     assert not path.exists()
     moved = api.get("/namespaces/other/tables/moved").json()["metadata-location"]
     assert api.delete("/namespaces/other/tables/moved").status_code == 204
-    assert Path(moved[len("file://"):]).exists(), "a drop without purge keeps files"
+    assert Path(moved[len("file://") :]).exists(), "a drop without purge keeps files"
     assert api.delete("/namespaces/db").status_code == 204
     # The name is free again after the drop.
     create_table(api, "other", "moved")
@@ -199,19 +252,29 @@ def test_register_and_metrics(api: Api) -> None:
     location = create_table(api, "db", "t")["metadata-location"]
     append(api, "db", "t", 5, 1, None)
     current = api.get("/namespaces/db/tables/t").json()
-    assert api.post("/namespaces/db/tables/t/metrics", {"report-type": "scan-report"}).status_code == 204
+    assert (
+        api.post("/namespaces/db/tables/t/metrics", {"report-type": "scan-report"}).status_code
+        == 204
+    )
     assert api.post("/namespaces/db/tables/zz/metrics", {"report-type": "x"}).status_code == 404
     assert api.delete("/namespaces/db/tables/t").status_code == 204
     dup = api.post("/namespaces/db/register", {"name": "u", "metadata-location": location})
     assert dup.status_code == 200
-    registered = api.post("/namespaces/db/register", {"name": "t", "metadata-location": current["metadata-location"]})
+    registered = api.post(
+        "/namespaces/db/register", {"name": "t", "metadata-location": current["metadata-location"]}
+    )
     assert registered.status_code == 409, "locations of u and t overlap"
     api.delete("/namespaces/db/tables/u")
-    registered = api.post("/namespaces/db/register", {"name": "t", "metadata-location": current["metadata-location"]})
+    registered = api.post(
+        "/namespaces/db/register", {"name": "t", "metadata-location": current["metadata-location"]}
+    )
     assert registered.status_code == 200, registered.text
     assert registered.json()["metadata"] == current["metadata"]
     nxt = append(api, "db", "t", 6, 2, 5)
     assert nxt.status_code == 200
     assert nxt.json()["metadata-location"].split("/")[-1].startswith("00002-")
-    missing = api.post("/namespaces/db/register", {"name": "x", "metadata-location": f"file://{api.warehouse_dir}/nope.metadata.json"})
+    missing = api.post(
+        "/namespaces/db/register",
+        {"name": "x", "metadata-location": f"file://{api.warehouse_dir}/nope.metadata.json"},
+    )
     assert missing.status_code == 404
