@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from domain.errors import BadRequestError, CommitFailedError
-from domain.table_updates import Metadata, refs_of
+from domain.metadata_state import Metadata, refs_of
 
 _Check = Callable[[Metadata, dict[str, Any]], None]
 

@@ -18,10 +18,25 @@ from domain.errors import (
     IllegalArgumentError,
     ValidationError,
 )
+from domain.metadata_state import (
+    DEFAULT_FORMAT_VERSION,
+    LAST_ADDED,
+    MAIN_BRANCH,
+    MAX_FORMAT_VERSION,
+    MIN_ROW_LINEAGE_VERSION,
+    PREVIOUS_VERSIONS_MAX,
+    PREVIOUS_VERSIONS_MAX_DEFAULT,
+    SUPPORTED_FORMAT_VERSIONS,
+    Metadata,
+    MetadataState,
+    refs_of,
+)
+from domain.metadata_state import (
+    is_int as _is_int,
+)
 from domain.schema_ids import check_compatibility, highest_field_id, same_schema, validate_schema
 from domain.specs import (
     PARTITION_DATA_ID_START,
-    UNPARTITIONED_LAST_ASSIGNED_ID,
     bind_sort_order,
     bind_spec,
     check_order_compatibility,
@@ -32,21 +47,15 @@ from domain.specs import (
     spec_last_assigned_id,
 )
 
-Metadata = dict[str, Any]
-
-SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
-MAX_FORMAT_VERSION = SUPPORTED_FORMAT_VERSIONS[-1]
-DEFAULT_FORMAT_VERSION = 2
-MIN_NULL_CURRENT_SNAPSHOT_VERSION = 3
-MIN_ROW_LINEAGE_VERSION = 3
-MAIN_BRANCH = "main"
-LAST_ADDED = -1
-PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-PREVIOUS_VERSIONS_MAX_DEFAULT = 100
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+__all__ = [
+    "DEFAULT_FORMAT_VERSION",
+    "MAX_FORMAT_VERSION",
+    "SUPPORTED_FORMAT_VERSIONS",
+    "Metadata",
+    "MetadataBuilder",
+    "apply_updates",
+    "refs_of",
+]
 
 
 def _show(value: Any) -> str:
@@ -78,110 +87,19 @@ def _require_int_list(update: dict[str, Any], key: str) -> list[int]:
     return list(value)
 
 
-def refs_of(metadata: Metadata) -> dict[str, dict[str, Any]]:
-    """The refs map, deriving `main` from `current-snapshot-id` for legacy files."""
-    refs = dict(metadata.get("refs") or {})
-    current = metadata.get("current-snapshot-id")
-    if MAIN_BRANCH not in refs and current is not None and current != -1:
-        refs[MAIN_BRANCH] = {"snapshot-id": current, "type": "branch"}
-    return refs
-
-
-class MetadataBuilder:
-    """Working state of one metadata document plus change tracking."""
+class MetadataBuilder(MetadataState):
+    """A `MetadataState` that applies REST updates and tracks what changed."""
 
     def __init__(
         self, base: Metadata | None, *, format_version: int = DEFAULT_FORMAT_VERSION
     ) -> None:
-        self.base = base
+        super().__init__(base, format_version=format_version)
         # What happened in this request, in order, for snapshot-log fix-ups
         # and the "last added" (-1) rules.
         self.changes: list[tuple[str, Any]] = []
         self.last_added_schema_id: int | None = None
         self.last_added_spec_id: int | None = None
         self.last_added_order_id: int | None = None
-        if base is None:
-            self._init_empty(format_version)
-        else:
-            self._init_from(base)
-
-    def _init_empty(self, format_version: int) -> None:
-        self.format_version = format_version
-        self.uuid: str | None = None
-        self.location: str | None = None
-        self.last_sequence_number = 0
-        self.last_updated_ms: int | None = None
-        self.last_column_id = 0
-        self.schemas: list[dict[str, Any]] = []
-        self.current_schema_id: int | None = None
-        self.specs: list[dict[str, Any]] = []
-        self.default_spec_id: int | None = None
-        self.last_partition_id = UNPARTITIONED_LAST_ASSIGNED_ID
-        self.sort_orders: list[dict[str, Any]] = []
-        self.default_sort_order_id: int | None = None
-        self.properties: dict[str, str] = {}
-        self.snapshots: list[dict[str, Any]] = []
-        self.refs: dict[str, dict[str, Any]] = {}
-        self.statistics: list[dict[str, Any]] = []
-        self.partition_statistics: list[dict[str, Any]] = []
-        self.snapshot_log: list[dict[str, Any]] = []
-        self.metadata_log: list[dict[str, Any]] = []
-        self.next_row_id = 0
-        self.encryption_keys: list[dict[str, Any]] = []
-
-    def _init_from(self, base: Metadata) -> None:
-        self.format_version = int(base["format-version"])
-        self.uuid = base.get("table-uuid")
-        self.location = base.get("location")
-        self.last_sequence_number = int(base.get("last-sequence-number") or 0)
-        self.last_updated_ms = base.get("last-updated-ms")
-        self.last_column_id = int(base.get("last-column-id") or 0)
-        if base.get("schemas"):
-            self.schemas = list(base["schemas"])
-            self.current_schema_id = base.get(
-                "current-schema-id", self.schemas[0].get("schema-id", 0)
-            )
-        else:
-            # Legacy v1 files carry only `schema`.
-            legacy = base.get("schema") or {"type": "struct", "fields": []}
-            self.schemas = [{**legacy, "schema-id": legacy.get("schema-id", 0)}]
-            self.current_schema_id = self.schemas[0]["schema-id"]
-        if base.get("partition-specs"):
-            self.specs = list(base["partition-specs"])
-            self.default_spec_id = base.get("default-spec-id", self.specs[0]["spec-id"])
-        else:
-            self.specs = [{"spec-id": 0, "fields": list(base.get("partition-spec") or [])}]
-            self.default_spec_id = 0
-        self.last_partition_id = int(
-            base.get("last-partition-id", max(spec_last_assigned_id(s) for s in self.specs))
-        )
-        self.sort_orders = list(base.get("sort-orders") or [{"order-id": 0, "fields": []}])
-        self.default_sort_order_id = base.get(
-            "default-sort-order-id", self.sort_orders[0]["order-id"]
-        )
-        self.properties = dict(base.get("properties") or {})
-        self.snapshots = list(base.get("snapshots") or [])
-        self.refs = refs_of(base)
-        self.statistics = list(base.get("statistics") or [])
-        self.partition_statistics = list(base.get("partition-statistics") or [])
-        self.snapshot_log = list(base.get("snapshot-log") or [])
-        self.metadata_log = list(base.get("metadata-log") or [])
-        self.next_row_id = int(base.get("next-row-id") or 0)
-        self.encryption_keys = list(base.get("encryption-keys") or [])
-
-    # ------------------------------------------------------------------ lookups
-
-    def schema_by_id(self, schema_id: int | None) -> dict[str, Any] | None:
-        return next((s for s in self.schemas if s.get("schema-id") == schema_id), None)
-
-    def current_schema(self) -> dict[str, Any]:
-        schema = self.schema_by_id(self.current_schema_id)
-        if schema is None:
-            raise ValidationError("Cannot find current schema: no schema has been set")
-        return schema
-
-    def snapshot_by_id(self, snapshot_id: int) -> dict[str, Any] | None:
-        return next((s for s in self.snapshots if s.get("snapshot-id") == snapshot_id), None)
 
     def _added_in_request(self, kind: str, item_id: int | None) -> bool:
         return item_id is not None and (kind, item_id) in self.changes
@@ -688,44 +606,6 @@ class MetadataBuilder:
                 "Cannot set invalid snapshot log: latest entry is not the current snapshot"
             )
         self.snapshot_log = new_log
-
-    def to_metadata(self) -> Metadata:
-        """Serialise in `TableMetadataParser.toJson` field order."""
-        v = self.format_version
-        main = self.refs.get(MAIN_BRANCH)
-        out: Metadata = {"format-version": v, "table-uuid": self.uuid, "location": self.location}
-        if v >= 2:
-            out["last-sequence-number"] = self.last_sequence_number
-        out["last-updated-ms"] = self.last_updated_ms
-        out["last-column-id"] = self.last_column_id
-        if v == 1:
-            out["schema"] = self.current_schema()
-        out["current-schema-id"] = self.current_schema_id
-        out["schemas"] = list(self.schemas)
-        default_spec = next(s for s in self.specs if s["spec-id"] == self.default_spec_id)
-        if v == 1:
-            out["partition-spec"] = list(default_spec["fields"])
-        out["default-spec-id"] = self.default_spec_id
-        out["partition-specs"] = list(self.specs)
-        out["last-partition-id"] = self.last_partition_id
-        out["default-sort-order-id"] = self.default_sort_order_id
-        out["sort-orders"] = list(self.sort_orders)
-        out["properties"] = dict(self.properties)
-        if main is not None:
-            out["current-snapshot-id"] = main["snapshot-id"]
-        else:
-            out["current-snapshot-id"] = None if v >= MIN_NULL_CURRENT_SNAPSHOT_VERSION else -1
-        if v >= MIN_ROW_LINEAGE_VERSION:
-            out["next-row-id"] = self.next_row_id
-        if self.encryption_keys:
-            out["encryption-keys"] = list(self.encryption_keys)
-        out["refs"] = dict(self.refs)
-        out["snapshots"] = list(self.snapshots)
-        out["statistics"] = list(self.statistics)
-        out["partition-statistics"] = list(self.partition_statistics)
-        out["snapshot-log"] = list(self.snapshot_log)
-        out["metadata-log"] = list(self.metadata_log)
-        return out
 
 
 def apply_updates(
