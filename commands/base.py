@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import OrderedDict
@@ -26,7 +27,7 @@ R = TypeVar("R")
 
 # Server-side retries when a concurrent writer appended first to an aggregate we touched.
 # Each retry reloads and re-checks everything, so a retry is only a fresh attempt.
-MAX_ATTEMPTS = 30
+MAX_ATTEMPTS = 100
 
 
 class ConcurrentChange(Exception):
@@ -108,8 +109,9 @@ class CatalogBase(Application[UUID]):
             try:
                 return attempt()
             except ConcurrentChange:
-                # Back off a little: contended writers would otherwise retry in lockstep.
-                time.sleep(min(0.002 * (n + 1), 0.05))
+                # Back off a little, with jitter: contended writers would otherwise retry
+                # in lockstep and keep colliding.
+                time.sleep(random.uniform(0, min(0.002 * (n + 1), 0.05)))  # noqa: S311
         raise ServiceUnavailableError(
             "Too much concurrent change on the same catalog objects; retry later"
         )

@@ -56,7 +56,7 @@ def metadata_dir(metadata: dict[str, Any]) -> str:
     return str(base).rstrip("/")
 
 
-def _no_index(warehouse_id: str, location: str) -> str | None:  # noqa: ARG001
+def _no_index(warehouse_id: str, location: str) -> str | None:
     return None
 
 

@@ -21,7 +21,6 @@ from domain.table import Table
 from domain.table_metadata import apply_updates
 from domain.warehouse import Warehouse
 
-
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
 # execute() signatures differ, so the type stays open.
 Cursor = Any
