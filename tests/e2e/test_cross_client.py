@@ -1,0 +1,150 @@
+"""One catalog, three engines: Spark writes, PyIceberg and DuckDB read, and the reverse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+
+from tests.support import duckdb_ext
+from tests.support.server import CatalogServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def duck() -> Iterator[Any]:
+    con = duckdb_ext.connect()
+    yield con
+    con.close()
+
+
+def spark_rows(spark: Any, statement: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in spark.sql(statement).collect()]
+
+
+def test_spark_writes_pyiceberg_and_duckdb_read(
+    spark: Any,
+    spark_catalog: str,
+    catalog: Any,
+    namespace: str,
+    duck: Any,
+    catalog_server: CatalogServer,
+) -> None:
+    table = f"{spark_catalog}.{namespace}.orders"
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, ts TIMESTAMP, customer STRING, total DOUBLE) "
+        "USING iceberg PARTITIONED BY (days(ts))"
+    )
+    spark.sql(
+        f"""INSERT INTO {table} VALUES
+            (1, TIMESTAMP '2024-05-01 08:00:00', 'ann', 10.0),
+            (2, TIMESTAMP '2024-05-01 09:00:00', 'bob', 20.0),
+            (3, TIMESTAMP '2024-05-02 10:00:00', 'cid', 30.0)"""
+    )
+    spark.sql(
+        f"""MERGE INTO {table} t
+            USING (SELECT 2L AS id, 25.0D AS total UNION ALL SELECT 4L, 40.0D) s
+            ON t.id = s.id
+            WHEN MATCHED THEN UPDATE SET t.total = s.total
+            WHEN NOT MATCHED THEN
+              INSERT (id, ts, customer, total)
+              VALUES (s.id, TIMESTAMP '2024-05-03 11:00:00', 'dan', s.total)"""
+    )
+    expected = [(1, "ann", 10.0), (2, "bob", 25.0), (3, "cid", 30.0), (4, "dan", 40.0)]
+    assert spark_rows(spark, f"SELECT id, customer, total FROM {table} ORDER BY id") == expected
+
+    # PyIceberg sees the same table, schema, partitioning and history.
+    loaded = catalog.load_table(f"{namespace}.orders")
+    got = sorted(
+        (r["id"], r["customer"], r["total"])
+        for r in loaded.scan(selected_fields=("id", "customer", "total")).to_arrow().to_pylist()
+    )
+    assert got == expected
+    assert [f.name for f in loaded.schema().fields] == ["id", "ts", "customer", "total"]
+    assert str(loaded.spec().fields[0].transform) == "day"
+    assert len(loaded.snapshots()) == 2
+    first = loaded.snapshots()[0].snapshot_id
+    assert sorted(loaded.scan(snapshot_id=first).to_arrow().column("total").to_pylist()) == [
+        10.0,
+        20.0,
+        30.0,
+    ]
+
+    # DuckDB, straight from the metadata file and through the REST catalog.
+    assert (
+        duck.execute(
+            "SELECT id, customer, total "
+            f"FROM iceberg_scan('{loaded.metadata_location}') ORDER BY id"
+        ).fetchall()
+        == expected
+    )
+    duck.execute(
+        f"ATTACH '{catalog_server.warehouse}' AS ice ("
+        f"TYPE iceberg, ENDPOINT '{catalog_server.uri}', AUTHORIZATION_TYPE 'none')"
+    )
+    assert (
+        duck.execute(
+            f"SELECT id, customer, total FROM ice.{namespace}.orders ORDER BY id"
+        ).fetchall()
+        == expected
+    )
+
+
+def test_pyiceberg_writes_spark_reads(
+    spark: Any, spark_catalog: str, catalog: Any, namespace: str
+) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "ts", TimestampType(), required=False),
+        NestedField(3, "sku", StringType(), required=False),
+        NestedField(4, "price", DoubleType(), required=False),
+    )
+    arrow = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("ts", pa.timestamp("us")),
+            ("sku", pa.string()),
+            ("price", pa.float64()),
+        ]
+    )
+    table = catalog.create_table(f"{namespace}.products", schema=schema)
+    table.append(
+        pa.Table.from_pylist(
+            [
+                {"id": i, "ts": datetime(2024, 6, 1, i), "sku": f"sku-{i}", "price": i * 1.0}
+                for i in range(5)
+            ],
+            schema=arrow,
+        )
+    )
+    first_snapshot = catalog.load_table(f"{namespace}.products").current_snapshot().snapshot_id
+    with table.update_schema() as update:
+        update.rename_column("price", "unit_price")
+        update.add_column("stock", LongType())
+    table = catalog.load_table(f"{namespace}.products")
+    table.delete("id = 0")
+
+    name = f"{spark_catalog}.{namespace}.products"
+    assert spark.table(name).columns == ["id", "ts", "sku", "unit_price", "stock"]
+    assert spark_rows(spark, f"SELECT id, sku, unit_price, stock FROM {name} ORDER BY id") == [
+        (1, "sku-1", 1.0, None),
+        (2, "sku-2", 2.0, None),
+        (3, "sku-3", 3.0, None),
+        (4, "sku-4", 4.0, None),
+    ]
+    assert spark_rows(spark, f"SELECT count(*) FROM {name} VERSION AS OF {first_snapshot}") == [
+        (5,)
+    ]
+
+    # Spark commits on top of PyIceberg's history, and PyIceberg sees that commit.
+    spark.sql(f"INSERT INTO {name} VALUES (9, TIMESTAMP '2024-06-02 00:00:00', 'sku-9', 9.0, 3)")
+    reloaded = catalog.load_table(f"{namespace}.products")
+    assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 4, 9]
+    assert len(reloaded.snapshots()) == 3
+    assert reloaded.snapshots()[-1].parent_snapshot_id == reloaded.snapshots()[-2].snapshot_id
