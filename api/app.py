@@ -13,13 +13,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from api.errors import catalog_error, http_error, unexpected_error
-from api.http import RawPathMiddleware, endpoint, json_response
+from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.routes import config, management, namespaces, tables
 from api.services import Services
 from api.settings import Settings
 from domain.errors import CatalogError
 
-Handler = Callable[[Request, Any], Response]
+Handler = Callable[[Request, Any], Response] | AsyncHandler
 
 # (methods, path below /v1 or /v1/{prefix}, handler). Every route is served with and
 # without the warehouse prefix: clients drop the segment when no prefix is configured.
@@ -81,10 +81,12 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = services or Services.build(settings)
         svc.ensure_defaults()
+        await svc.reader.open()
         app.state.services = svc
         try:
             yield
         finally:
+            await svc.reader.close()
             if services is None:
                 svc.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 _SEPARATOR = re.compile("%1f|\x1f", re.IGNORECASE)
 
 Handler = Callable[[Request, Any], Response]
+AsyncHandler = Callable[[Request, Any], Awaitable[Response]]
 
 
 def json_response(
@@ -53,13 +55,16 @@ async def read_json(request: Request) -> Any:
         raise BadRequestError(f"Malformed JSON body: {exc}") from None
 
 
-def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Read the body on the event loop, run the (synchronous) command in the threadpool:
-    the event store library is synchronous."""
+def endpoint(fn: Handler | AsyncHandler) -> Callable[[Request], Awaitable[Response]]:
+    """Read the body on the event loop, then run the handler: synchronous handlers go to
+    the threadpool (the event store library is synchronous), async ones stay on the loop."""
 
     async def run(request: Request) -> Response:
         body = await read_json(request)
-        return await run_in_threadpool(fn, request, body)
+        if inspect.iscoroutinefunction(fn):
+            response: Response = await fn(request, body)
+            return response
+        return await run_in_threadpool(fn, request, body)  # type: ignore[arg-type]
 
     run.__name__ = fn.__name__
     return run

@@ -12,6 +12,11 @@ from commands.catalog import Catalog
 from domain.context import SYSTEM
 from domain.errors import BadRequestError, NoSuchWarehouseError
 from domain.identifiers import NIL_UUID
+from projections.fast_reads import (
+    PostgresTabularReader,
+    SQLiteTabularReader,
+    TabularReader,
+)
 from projections.queries import CatalogQueries
 
 DEFAULT_WAREHOUSE_NAME = "default"
@@ -22,6 +27,7 @@ class Services:
     settings: Settings
     catalog: Catalog
     queries: CatalogQueries
+    reader: TabularReader
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -32,7 +38,22 @@ class Services:
         # The write side asks the read model whether a location is taken; commands/
         # cannot import projections/, so the query is handed in here.
         catalog.location_index = queries.overlapping_location
-        return cls(settings=settings, catalog=catalog, queries=queries)
+        reader: TabularReader
+        if settings.database_url is None:
+            reader = SQLiteTabularReader(settings.sqlite_path)
+        else:
+            env = settings.eventsourcing_env()
+            reader = PostgresTabularReader(
+                {
+                    "dbname": env["POSTGRES_DBNAME"],
+                    "host": env["POSTGRES_HOST"],
+                    "port": env["POSTGRES_PORT"],
+                    "user": env["POSTGRES_USER"],
+                    "password": env["POSTGRES_PASSWORD"],
+                },
+                max_size=settings.pg_pool_size,
+            )
+        return cls(settings=settings, catalog=catalog, queries=queries, reader=reader)
 
     def ensure_defaults(self) -> None:
         """Embedded default: bootstrapped server, default project (nil UUID), and a

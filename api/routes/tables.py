@@ -101,11 +101,11 @@ def create_table(request: Request, body: Any) -> Response:
     return json_response(_load_result(state))
 
 
-def load_table(request: Request, _body: Any) -> Response:
+async def load_table(request: Request, _body: Any) -> Response:
     svc = services(request)
     name = _name(request)
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
-    row = svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table")
+    row = await svc.reader.load_tabular(warehouse_id, name.namespace, name.name, "table")
     if row is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
     if request.method == "HEAD":

@@ -1,0 +1,215 @@
+"""icelog benchmarks: loadTable throughput/latency, commit throughput, commit latency vs history.
+
+    .venv/bin/python bench/run.py --backend sqlite|postgres [--duration 10] [--out FILE]
+
+Starts its own `icelog serve` on a free loopback port (and, for postgres, a fresh
+database on the local server), drives it with bench/loadgen.py and prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loadgen import build_request, run_clients  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = {
+    "type": "struct",
+    "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": True},
+        {"id": 2, "name": "payload", "type": "string", "required": False},
+    ],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, backend: str, workers: int) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="icelog-bench-")
+        self.port = free_port()
+        env = dict(os.environ, ICELOG_DATA_DIR=self.tmp.name, ICELOG_LOG_LEVEL="warning")
+        self.dbname = None
+        if backend == "postgres":
+            self.dbname = f"icelog_bench_{secrets.token_hex(4)}"
+            with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+                c.execute(f'CREATE DATABASE "{self.dbname}"')
+            env["ICELOG_DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:5432/{self.dbname}"
+        cmd = [str(ROOT / ".venv/bin/icelog"), "serve", "--port", str(self.port)]
+        if workers > 1:
+            cmd += ["--workers", str(workers)]
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.base = f"http://127.0.0.1:{self.port}"
+        while True:
+            try:
+                if httpx.get(self.base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.perf_counter() - t0 > 60:
+                raise RuntimeError(self.proc.stderr.read().decode() if self.proc.stderr else "")
+            time.sleep(0.05)
+        self.ready_s = time.perf_counter() - t0
+        cfg = httpx.get(self.base + "/catalog/v1/config", params={"warehouse": "default"}).json()
+        self.prefix = cfg["overrides"]["prefix"]
+        self.http = httpx.Client(base_url=f"{self.base}/catalog/v1/{self.prefix}", timeout=60)
+
+    def rss_mb(self) -> float:
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+        return round(kb / 1024, 1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+        if self.dbname:
+            with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+                c.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+        self.tmp.cleanup()
+
+
+def append_body(parent: int | None, snap_id: int, seq: int) -> dict[str, Any]:
+    snap: dict[str, Any] = {
+        "snapshot-id": snap_id,
+        "sequence-number": seq,
+        "timestamp-ms": int(time.time() * 1000),
+        "manifest-list": f"file:///bench/snap-{snap_id}.avro",
+        "summary": {"operation": "append", "added-records": "10"},
+        "schema-id": 0,
+    }
+    if parent is not None:
+        snap["parent-snapshot-id"] = parent
+    return {
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snap},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snap_id},
+        ],
+    }
+
+
+def make_table(server: Server, ns: str, name: str, snapshots: int = 0) -> None:
+    r = server.http.post(f"/namespaces/{ns}/tables", json={"name": name, "schema": SCHEMA})
+    r.raise_for_status()
+    parent = None
+    for i in range(1, snapshots + 1):
+        snap_id = 10_000 + i
+        server.http.post(f"/namespaces/{ns}/tables/{name}", json=append_body(parent, snap_id, i)).raise_for_status()
+        parent = snap_id
+
+
+def bench_load(server: Server, name: str, clients: int, duration: float) -> dict[str, Any]:
+    path = f"/catalog/v1/{server.prefix}/namespaces/bench/tables/{name}?snapshots=all"
+    raw = build_request("GET", path, f"127.0.0.1:{server.port}")
+    size = len(server.http.get(f"/namespaces/bench/tables/{name}").content)
+    asyncio.run(run_clients("127.0.0.1", server.port, clients, 1.0, lambda c, i: raw))  # warm-up
+    result = asyncio.run(run_clients("127.0.0.1", server.port, clients, duration, lambda c, i: raw))
+    return {**result.summary(), "clients": clients, "response_bytes": size}
+
+
+def bench_commits(server: Server, writers: int, duration: float) -> dict[str, Any]:
+    for w in range(writers):
+        make_table(server, "bench", f"w{w}")
+    state = {w: {"parent": None, "seq": 0} for w in range(writers)}
+
+    def make(cid: int, i: int) -> bytes:
+        st = state[cid]
+        snap_id = (cid + 1) * 1_000_000 + i
+        body = json.dumps(append_body(st["parent"], snap_id, st["seq"] + 1)).encode()
+        st["next"] = snap_id
+        return build_request(
+            "POST", f"/catalog/v1/{server.prefix}/namespaces/bench/tables/w{cid}", f"127.0.0.1:{server.port}", body
+        )
+
+    def done(cid: int, status: int, _body: bytes) -> None:
+        if status == 200:
+            st = state[cid]
+            st["parent"], st["seq"] = st["next"], st["seq"] + 1
+
+    result = asyncio.run(run_clients("127.0.0.1", server.port, writers, duration, make, done))
+    return {**result.summary(), "writers": writers, "rss_mb_after": server.rss_mb()}
+
+
+def commit_latency(server: Server, name: str, n: int) -> float:
+    times = []
+    for i in range(n):
+        body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": str(time.time_ns() + i)}}]}
+        t0 = time.perf_counter()
+        server.http.post(f"/namespaces/bench/tables/{name}", json=body).raise_for_status()
+        times.append((time.perf_counter() - t0) * 1000)
+    return round(statistics.mean(times), 3)
+
+
+def bench_history(server: Server, history: int, sample: int) -> dict[str, Any]:
+    make_table(server, "bench", "hist")
+    at_10 = commit_latency(server, "hist", sample)
+    build = history - sample
+    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": "x"}}]}
+    path = f"/catalog/v1/{server.prefix}/namespaces/bench/tables/hist"
+    def make(cid: int, i: int) -> bytes:
+        body["updates"][0]["updates"]["counter"] = f"{cid}-{i}"  # type: ignore[index]
+        return build_request("POST", path, f"127.0.0.1:{server.port}", json.dumps(body).encode())
+    asyncio.run(run_clients("127.0.0.1", server.port, 1, 3600, make, max_requests_per_client=build))
+    at_high = commit_latency(server, "hist", sample)
+    return {"mean_ms_at_history_~10": at_10, f"mean_ms_at_history_{history}": at_high, "ratio": round(at_high / at_10, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--writers", type=int, default=8)
+    parser.add_argument("--history", type=int, default=5000)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    server = Server(args.backend, args.workers)
+    try:
+        server.http.post("/namespaces", json={"namespace": ["bench"]}).raise_for_status()
+        out: dict[str, Any] = {
+            "backend": args.backend,
+            "workers": args.workers,
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            "ready_s": round(server.ready_s, 2),
+            "rss_mb_idle": server.rss_mb(),
+        }
+        make_table(server, "bench", "one", snapshots=1)
+        make_table(server, "bench", "thousand", snapshots=1000)
+        out["load_table_1_snapshot"] = bench_load(server, "one", args.clients, args.duration)
+        out["load_table_1000_snapshots"] = bench_load(server, "thousand", args.clients, args.duration)
+        out["rss_mb_after_loads"] = server.rss_mb()
+        out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
+        out["commit_latency_vs_history"] = bench_history(server, args.history, 200)
+        text = json.dumps(out, indent=2)
+        print(text)
+        if args.out:
+            args.out.write_text(text + "\n")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
