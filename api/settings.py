@@ -121,7 +121,6 @@ class Settings:
             "POSTGRES_MAX_OVERFLOW": str(self.pg_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": str(self.pg_lock_timeout_seconds),
             "POSTGRES_CONNECT_TIMEOUT": "10",
-            "POSTGRES_PRE_PING": "y",
             "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlinePostgresRecorder",
         }
         return env

@@ -16,7 +16,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from domain.claims import NameClaim
-from domain.errors import CommitFailedError, ServiceUnavailableError
+from domain.errors import CommitFailedError, NoSuchWarehouseError, ServiceUnavailableError
 from domain.namespace import Namespace
 from domain.project import Project
 from domain.table import Table
@@ -28,6 +28,8 @@ R = TypeVar("R")
 # Server-side retries when a concurrent writer appended first to an aggregate we touched.
 # Each retry reloads and re-checks everything, so a retry is only a fresh attempt.
 MAX_ATTEMPTS = 100
+# How long a replica may use a warehouse's storage profile before re-reading it.
+STORAGE_PROFILE_TTL_S = 2.0
 
 
 class ConcurrentChange(Exception):
@@ -77,6 +79,24 @@ class CatalogBase(Application[UUID]):
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env=env)
         self.metadata_cache = MetadataCache()
+        self._storage_cache: dict[UUID, tuple[float, dict[str, Any]]] = {}
+
+    def storage_profile(self, warehouse_id: UUID) -> dict[str, Any]:
+        """A warehouse's storage profile for commits, cached for a moment.
+
+        Loading the Warehouse aggregate on every commit made all writers of a warehouse
+        queue on one aggregate. A commit only needs the storage profile; a live table
+        implies a live warehouse (a warehouse is deleted only when empty).
+        """
+        now = time.monotonic()
+        cached = self._storage_cache.get(warehouse_id)
+        if cached is not None and now - cached[0] < STORAGE_PROFILE_TTL_S:
+            return cached[1]
+        warehouse = self.get_or_none(warehouse_id, Warehouse)
+        if warehouse is None or warehouse.deleted:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
+        self._storage_cache[warehouse_id] = (now, warehouse.storage_profile)
+        return warehouse.storage_profile
 
     # -- loading -------------------------------------------------------------------------
     def get_or_none(self, aggregate_id: UUID, cls: type[A]) -> A | None:

@@ -65,16 +65,37 @@ class TableCommands(NamespaceCommands):
 
     location_index: LocationIndex = staticmethod(_no_index)  # replaced by the composition root
 
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__(env=env)
+        self._table_ids: dict[tuple[UUID, TabularName], UUID] = {}
+
     # -- lookups ---------------------------------------------------------------------------
     def _claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
         return self.get_or_none(tabular_claim_id(warehouse_id, name), NameClaim)
 
     def find_table(self, warehouse_id: UUID, name: TabularName) -> Table | None:
+        # Fast path: the table this name led to last time, if it still has that name.
+        # The aggregate itself is always loaded fresh, so a drop or rename is seen.
+        known = self._table_ids.get((warehouse_id, name))
+        if known is not None:
+            table = self.get_or_none(known, Table)
+            if (
+                table is not None
+                and not table.dropped
+                and table.name == name.name
+                and tuple(table.namespace) == name.namespace.levels
+            ):
+                return table
         held = self._claim(warehouse_id, name)
         if held is None or held.holder_id is None or held.kind != "table":
             return None
         table = self.get_or_none(held.holder_id, Table)
-        return None if table is None or table.dropped else table
+        if table is None or table.dropped:
+            return None
+        if len(self._table_ids) > 100_000:
+            self._table_ids.clear()
+        self._table_ids[(warehouse_id, name)] = table.id
+        return table
 
     def get_table(self, warehouse_id: UUID, name: TabularName) -> Table:
         table = self.find_table(warehouse_id, name)
@@ -283,9 +304,8 @@ class TableCommands(NamespaceCommands):
             return self._create_by_transaction(ctx, warehouse_id, name, updates)
 
         def attempt() -> TableState:
-            warehouse = self.get_warehouse(warehouse_id)
+            file_io = file_io_for(self.storage_profile(warehouse_id))
             table = self.get_table(warehouse_id, name)
-            file_io = file_io_for(warehouse.storage_profile)
             base = self.load_metadata(table.metadata_location, file_io)
             check_requirements(base, requirements)
             applied_at = now_ms()
@@ -295,7 +315,7 @@ class TableCommands(NamespaceCommands):
             if metadata is base:
                 return TableState(table.id, table.metadata_location, base)
             if metadata["location"] != base["location"]:
-                self._check_location(warehouse, metadata["location"])
+                self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
             reject_secret_properties(metadata.get("properties", {}), "Table")
             version = metadata_file_version(table.metadata_location) + 1
             md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
