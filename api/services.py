@@ -40,7 +40,7 @@ class Services:
         catalog.location_index = queries.overlapping_location
         reader: TabularReader
         if settings.database_url is None:
-            reader = SQLiteTabularReader(settings.sqlite_path)
+            reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)
         else:
             env = settings.eventsourcing_env()
             reader = PostgresTabularReader(
@@ -52,6 +52,7 @@ class Services:
                     "password": env["POSTGRES_PASSWORD"],
                 },
                 max_size=settings.pg_pool_size,
+                cache_bytes=settings.metadata_cache_bytes,
             )
         return cls(settings=settings, catalog=catalog, queries=queries, reader=reader)
 

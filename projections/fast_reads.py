@@ -4,11 +4,17 @@ Every other query runs in the threadpool through `CatalogQueries`. loadTable is 
 call every Spark task and every refresh makes, so it gets an async reader: an async
 psycopg pool on PostgreSQL, and a private read-only connection on SQLite (a local
 indexed read takes tens of microseconds, less than handing it to a thread).
+
+Documents are cached by (tabular id, version): the per-request query returns only
+the id, version and location, so loadTable costs the same for 1 or 1,000 snapshots.
+A version is immutable, so a cached document can never be stale; every request still
+asks the database for the current version, which keeps read-your-writes across replicas.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,10 +24,35 @@ from psycopg_pool import AsyncConnectionPool
 from domain.identifiers import NamespaceName
 from projections.queries import TabularRow
 
-_LOAD = (
-    "SELECT id, metadata_location, metadata, version FROM icelog_tabulars "
+_HEAD = (
+    "SELECT id, metadata_location, version FROM icelog_tabulars "
     "WHERE warehouse_id = ? AND ns_key = ? AND name = ? AND kind = ?"
 )
+_DOC = "SELECT metadata, version FROM icelog_tabulars WHERE id = ?"
+
+
+class DocumentCache:
+    """Rendered metadata documents by (id, version), bounded by total bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._entries: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._bytes = 0
+        self._max = max_bytes
+
+    def get(self, key: tuple[str, int]) -> bytes | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, int], data: bytes) -> None:
+        if len(data) > self._max or key in self._entries:
+            return
+        self._entries[key] = data
+        self._bytes += len(data)
+        while self._bytes > self._max:
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= len(dropped)
 
 
 class TabularReader(Protocol):
@@ -35,9 +66,10 @@ class TabularReader(Protocol):
 
 
 class SQLiteTabularReader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache_bytes: int) -> None:
         self._path = path
         self._conn: sqlite3.Connection | None = None
+        self._cache = DocumentCache(cache_bytes)
 
     async def open(self) -> None:
         # Read-only and owned by the event-loop thread; WAL lets it read while the
@@ -54,19 +86,31 @@ class SQLiteTabularReader:
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
         assert self._conn is not None, "reader not opened"
-        r = self._conn.execute(_LOAD, (warehouse_id, ns.key, name, kind)).fetchone()
-        return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
+        head = self._conn.execute(_HEAD, (warehouse_id, ns.key, name, kind)).fetchone()
+        if head is None:
+            return None
+        tid, location, version = head
+        data = self._cache.get((tid, version))
+        if data is None:
+            doc = self._conn.execute(_DOC, (tid,)).fetchone()
+            if doc is None:  # dropped between the two reads
+                return None
+            data, version = bytes(doc[0]), doc[1]
+            self._cache.put((tid, version), data)
+        return TabularRow(tid, location, data, version)
 
 
 class PostgresTabularReader:
-    def __init__(self, conninfo: dict[str, Any], max_size: int) -> None:
+    def __init__(self, conninfo: dict[str, Any], max_size: int, cache_bytes: int) -> None:
         self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
             kwargs={**conninfo, "autocommit": True},
             min_size=1,
             max_size=max_size,
             open=False,
         )
-        self._sql = _LOAD.replace("?", "%s")
+        self._head = _HEAD.replace("?", "%s")
+        self._doc = "SELECT metadata, version, metadata_location FROM icelog_tabulars WHERE id = %s"
+        self._cache = DocumentCache(cache_bytes)
 
     async def open(self) -> None:
         await self._pool.open(wait=True, timeout=30)
@@ -78,6 +122,18 @@ class PostgresTabularReader:
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(self._sql, (warehouse_id, ns.key, name, kind))
-            r = await cur.fetchone()
-        return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
+            cur = await conn.execute(self._head, (warehouse_id, ns.key, name, kind))
+            head = await cur.fetchone()
+            if head is None:
+                return None
+            tid, location, version = head
+            data = self._cache.get((tid, version))
+            if data is None:
+                # Binary format: bytea in text format is hex, twice the size to decode.
+                cur = await conn.execute(self._doc, (tid,), binary=True)
+                doc = await cur.fetchone()
+                if doc is None:
+                    return None
+                data, version, location = bytes(doc[0]), doc[1], doc[2]
+                self._cache.put((tid, version), data)
+        return TabularRow(tid, location, data, version)
