@@ -104,10 +104,9 @@ def test_attach_rest_catalog_and_read(
     ).fetchall() == [(datetime(2024, 3, 1, 13),)]
 
 
-def test_duckdb_writes_through_the_catalog(
+def test_duckdb_inserts_into_a_pyiceberg_table(
     catalog: Any, namespace: str, duck: Any, catalog_server: CatalogServer
 ) -> None:
-    """DuckDB inserts into an existing table and creates one; PyIceberg sees both."""
     table = catalog.create_table(f"{namespace}.shared", schema=SCHEMA)
     table.append(batch(range(3)))
 
@@ -116,14 +115,25 @@ def test_duckdb_writes_through_the_catalog(
         f"INSERT INTO {alias}.{namespace}.shared "
         "VALUES (100, TIMESTAMP '2024-04-01 00:00:00', 'duck', 1.25)"
     )
+
+    reloaded = catalog.load_table(f"{namespace}.shared")
+    assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2, 100]
+    snapshots = reloaded.snapshots()
+    assert len(snapshots) == 2
+    assert snapshots[1].parent_snapshot_id == snapshots[0].snapshot_id
+
+
+def test_duckdb_creates_a_table(
+    catalog: Any, namespace: str, duck: Any, catalog_server: CatalogServer
+) -> None:
+    """DuckDB's CREATE TABLE is a staged create (stage-create, then an assert-create commit)."""
+    alias = attach(duck, catalog_server)
     duck.execute(f"CREATE TABLE {alias}.{namespace}.made_by_duck (k INTEGER, v VARCHAR)")
     duck.execute(f"INSERT INTO {alias}.{namespace}.made_by_duck VALUES (1, 'one'), (2, 'two')")
 
-    shared = catalog.load_table(f"{namespace}.shared").scan().to_arrow()
-    assert sorted(shared.column("id").to_pylist()) == [0, 1, 2, 100]
-    assert len(catalog.load_table(f"{namespace}.shared").snapshots()) == 2
-    made = catalog.load_table(f"{namespace}.made_by_duck").scan().to_arrow()
-    assert sorted(made.to_pylist(), key=lambda r: r["k"]) == [
+    made = catalog.load_table(f"{namespace}.made_by_duck")
+    assert [f.name for f in made.schema().fields] == ["k", "v"]
+    assert sorted(made.scan().to_arrow().to_pylist(), key=lambda r: r["k"]) == [
         {"k": 1, "v": "one"},
         {"k": 2, "v": "two"},
     ]
