@@ -67,7 +67,6 @@ class MetadataCache:
 class CatalogBase(Application[UUID]):
     """One application, one ordered stream: the whole catalog's history in one log."""
 
-    name = "icelog"
     snapshotting_intervals = {  # noqa: RUF012 - the library reads this class attribute
         Table: 100,
         Namespace: 200,

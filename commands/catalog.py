@@ -9,3 +9,7 @@ __all__ = ["Catalog", "TableState"]
 
 class Catalog(TableCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
+
+    # The library names an application after its class unless told otherwise, and
+    # the name is stored format: it names the PostgreSQL tables (icelog_events, ...).
+    name = "icelog"
