@@ -285,3 +285,62 @@ def test_rename_drop_and_drop_purge(spark: Any, ns: str) -> None:
     assert sql(spark, f"SHOW TABLES IN {ns}") == []
     assert all(p.exists() for p in kept_files)
     spark.sql(f"DROP NAMESPACE {ns}")
+
+
+def test_ctas_and_replace_table(spark: Any, ns: str) -> None:
+    """CTAS and REPLACE TABLE AS SELECT go through staged create / replace transactions."""
+    source = f"{ns}.source"
+    spark.sql(f"CREATE TABLE {source} ({COLUMNS}) USING iceberg")
+    spark.sql(f"INSERT INTO {source} VALUES {SEED}")
+
+    copy = f"{ns}.copy"
+    spark.sql(
+        f"CREATE TABLE {copy} USING iceberg PARTITIONED BY (category) "
+        f"AS SELECT id, category, amount FROM {source} WHERE amount > 15"
+    )
+    assert sql(spark, f"SELECT id FROM {copy} ORDER BY id") == [(i,) for i in (2, 3, 4, 5, 6)]
+    assert scalar(spark, f"SELECT count(*) FROM {copy}.partitions") == 2
+
+    spark.sql(
+        f"REPLACE TABLE {copy} USING iceberg "
+        f"AS SELECT id, amount * 2 AS doubled FROM {source} WHERE category = 'a'"
+    )
+    assert spark.table(copy).columns == ["id", "doubled"]
+    assert sql(spark, f"SELECT id, doubled FROM {copy} ORDER BY id") == [
+        (1, 20.0),
+        (2, 40.0),
+        (3, 60.0),
+    ]
+    # The replace kept the table's history: the CTAS snapshot is still there.
+    assert scalar(spark, f"SELECT count(*) FROM {copy}.snapshots") == 2
+
+    spark.sql(f"CREATE OR REPLACE TABLE {ns}.fresh USING iceberg AS SELECT 1L AS one")
+    assert sql(spark, f"SELECT * FROM {ns}.fresh") == [(1,)]
+
+
+def test_partition_evolution_branches_and_tags(spark: Any, ns: str) -> None:
+    table = f"{ns}.branchy"
+    spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING iceberg PARTITIONED BY (days(ts))")
+    spark.sql(f"INSERT INTO {table} VALUES {SEED}")
+
+    spark.sql(f"ALTER TABLE {table} ADD PARTITION FIELD category")
+    spark.sql(f"ALTER TABLE {table} DROP PARTITION FIELD days(ts)")
+    spark.sql(f"INSERT INTO {table} VALUES (7, TIMESTAMP '2024-01-09 00:00:00', 'c', 70.0)")
+    spec_ids = sql(spark, f"SELECT DISTINCT spec_id FROM {table}.files ORDER BY spec_id")
+    assert len(spec_ids) == 2
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 7
+
+    spark.sql(f"ALTER TABLE {table} CREATE TAG v1")
+    spark.sql(f"ALTER TABLE {table} CREATE BRANCH dev")
+    spark.sql(
+        f"INSERT INTO {table}.branch_dev VALUES (8, TIMESTAMP '2024-01-10 00:00:00', 'd', 1.0)"
+    )
+    assert scalar(spark, f"SELECT count(*) FROM {table}.branch_dev") == 8
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 7
+    assert scalar(spark, f"SELECT count(*) FROM {table} VERSION AS OF 'v1'") == 7
+    refs = dict(sql(spark, f"SELECT name, type FROM {table}.refs"))
+    assert refs == {"main": "BRANCH", "dev": "BRANCH", "v1": "TAG"}
+
+    spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    assert scalar(spark, f"SELECT count(*) FROM {table} VERSION AS OF 'v1'") == 7
+    assert scalar(spark, f"SELECT count(*) FROM {table}") == 6
