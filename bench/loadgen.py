@@ -26,7 +26,7 @@ class Result:
         data = sorted(self.latencies_ms)
         if not data:
             return float("nan")
-        return data[min(len(data) - 1, int(round(p / 100 * (len(data) - 1))))]
+        return data[min(len(data) - 1, round(p / 100 * (len(data) - 1)))]
 
     def summary(self) -> dict[str, object]:
         n = len(self.latencies_ms)

@@ -27,7 +27,7 @@ import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from loadgen import build_request, run_clients  # noqa: E402
+from loadgen import build_request, run_clients
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = {
@@ -53,14 +53,18 @@ class Server:
         self.dbname = None
         if backend == "postgres":
             self.dbname = f"icelog_bench_{secrets.token_hex(4)}"
-            with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+            with psycopg.connect(
+                "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True
+            ) as c:
                 c.execute(f'CREATE DATABASE "{self.dbname}"')
             env["ICELOG_DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:5432/{self.dbname}"
         cmd = [str(ROOT / ".venv/bin/icelog"), "serve", "--port", str(self.port)]
         if workers > 1:
             cmd += ["--workers", str(workers)]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         self.base = f"http://127.0.0.1:{self.port}"
         while True:
             try:
@@ -85,7 +89,9 @@ class Server:
         self.proc.terminate()
         self.proc.wait(timeout=20)
         if self.dbname:
-            with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+            with psycopg.connect(
+                "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True
+            ) as c:
                 c.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
         self.tmp.cleanup()
 
@@ -105,7 +111,12 @@ def append_body(parent: int | None, snap_id: int, seq: int) -> dict[str, Any]:
         "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
         "updates": [
             {"action": "add-snapshot", "snapshot": snap},
-            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snap_id},
+            {
+                "action": "set-snapshot-ref",
+                "ref-name": "main",
+                "type": "branch",
+                "snapshot-id": snap_id,
+            },
         ],
     }
 
@@ -116,7 +127,9 @@ def make_table(server: Server, ns: str, name: str, snapshots: int = 0) -> None:
     parent = None
     for i in range(1, snapshots + 1):
         snap_id = 10_000 + i
-        server.http.post(f"/namespaces/{ns}/tables/{name}", json=append_body(parent, snap_id, i)).raise_for_status()
+        server.http.post(
+            f"/namespaces/{ns}/tables/{name}", json=append_body(parent, snap_id, i)
+        ).raise_for_status()
         parent = snap_id
 
 
@@ -132,7 +145,7 @@ def bench_load(server: Server, name: str, clients: int, duration: float) -> dict
 def bench_commits(server: Server, writers: int, duration: float) -> dict[str, Any]:
     for w in range(writers):
         make_table(server, "bench", f"w{w}")
-    state = {w: {"parent": None, "seq": 0} for w in range(writers)}
+    state: dict[int, dict[str, Any]] = {w: {"parent": None, "seq": 0} for w in range(writers)}
 
     def make(cid: int, i: int) -> bytes:
         st = state[cid]
@@ -140,7 +153,10 @@ def bench_commits(server: Server, writers: int, duration: float) -> dict[str, An
         body = json.dumps(append_body(st["parent"], snap_id, st["seq"] + 1)).encode()
         st["next"] = snap_id
         return build_request(
-            "POST", f"/catalog/v1/{server.prefix}/namespaces/bench/tables/w{cid}", f"127.0.0.1:{server.port}", body
+            "POST",
+            f"/catalog/v1/{server.prefix}/namespaces/bench/tables/w{cid}",
+            f"127.0.0.1:{server.port}",
+            body,
         )
 
     def done(cid: int, status: int, _body: bytes) -> None:
@@ -155,7 +171,12 @@ def bench_commits(server: Server, writers: int, duration: float) -> dict[str, An
 def commit_latency(server: Server, name: str, n: int) -> float:
     times = []
     for i in range(n):
-        body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": str(time.time_ns() + i)}}]}
+        body = {
+            "requirements": [],
+            "updates": [
+                {"action": "set-properties", "updates": {"counter": str(time.time_ns() + i)}}
+            ],
+        }
         t0 = time.perf_counter()
         server.http.post(f"/namespaces/bench/tables/{name}", json=body).raise_for_status()
         times.append((time.perf_counter() - t0) * 1000)
@@ -166,14 +187,23 @@ def bench_history(server: Server, history: int, sample: int) -> dict[str, Any]:
     make_table(server, "bench", "hist")
     at_10 = commit_latency(server, "hist", sample)
     build = history - sample
-    body = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"counter": "x"}}]}
+    body = {
+        "requirements": [],
+        "updates": [{"action": "set-properties", "updates": {"counter": "x"}}],
+    }
     path = f"/catalog/v1/{server.prefix}/namespaces/bench/tables/hist"
+
     def make(cid: int, i: int) -> bytes:
         body["updates"][0]["updates"]["counter"] = f"{cid}-{i}"  # type: ignore[index]
         return build_request("POST", path, f"127.0.0.1:{server.port}", json.dumps(body).encode())
+
     asyncio.run(run_clients("127.0.0.1", server.port, 1, 3600, make, max_requests_per_client=build))
     at_high = commit_latency(server, "hist", sample)
-    return {"mean_ms_at_history_~10": at_10, f"mean_ms_at_history_{history}": at_high, "ratio": round(at_high / at_10, 3)}
+    return {
+        "mean_ms_at_history_~10": at_10,
+        f"mean_ms_at_history_{history}": at_high,
+        "ratio": round(at_high / at_10, 3),
+    }
 
 
 def main() -> None:
@@ -192,14 +222,20 @@ def main() -> None:
         out: dict[str, Any] = {
             "backend": args.backend,
             "workers": args.workers,
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+            },
             "ready_s": round(server.ready_s, 2),
             "rss_mb_idle": server.rss_mb(),
         }
         make_table(server, "bench", "one", snapshots=1)
         make_table(server, "bench", "thousand", snapshots=1000)
         out["load_table_1_snapshot"] = bench_load(server, "one", args.clients, args.duration)
-        out["load_table_1000_snapshots"] = bench_load(server, "thousand", args.clients, args.duration)
+        out["load_table_1000_snapshots"] = bench_load(
+            server, "thousand", args.clients, args.duration
+        )
         out["rss_mb_after_loads"] = server.rss_mb()
         out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
         out["commit_latency_vs_history"] = bench_history(server, args.history, 200)

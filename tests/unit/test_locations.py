@@ -21,7 +21,7 @@ from domain.properties import reject_secret_properties, require_string_map
 def test_normalize_spellings_of_one_place() -> None:
     assert normalize_location("file:/tmp/a/") == "file:///tmp/a"
     assert normalize_location("file:///tmp/a") == "file:///tmp/a"
-    assert normalize_location("/tmp/a") == "file:///tmp/a"
+    assert normalize_location("/data/a") == "file:///data/a"
     assert normalize_location("s3://bucket/x/") == "s3://bucket/x"
 
 
