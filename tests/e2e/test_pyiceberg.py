@@ -184,6 +184,24 @@ def test_create_table_with_partition_spec_and_sort_order(
     assert local_path(loaded.metadata_location).is_file()
 
 
+def test_create_table_transaction(catalog: Any, namespace: str) -> None:
+    """A staged create: nothing is visible until the transaction commits, then all of it is."""
+    ident = f"{namespace}.staged"
+    txn = catalog.create_table_transaction(ident, schema=SCHEMA, partition_spec=CATEGORY_SPEC)
+    txn.set_properties(owner="etl")
+    txn.append(rows(range(4), "s"))
+    assert not catalog.table_exists(ident)
+    txn.commit_transaction()
+
+    table = catalog.load_table(ident)
+    assert table.properties["owner"] == "etl"
+    assert table.spec().fields[0].name == "category"
+    assert ids_of(table.scan().to_arrow()) == [0, 1, 2, 3]
+    assert len(table.snapshots()) == 1
+    with pytest.raises(TableAlreadyExistsError):
+        catalog.create_table_transaction(ident, schema=SCHEMA).commit_transaction()
+
+
 def test_append_overwrite_delete(catalog: Any, namespace: str) -> None:
     ident = f"{namespace}.sales"
     table = make_table(catalog, ident, partition_spec=CATEGORY_SPEC)
