@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,9 +54,18 @@ def catalog_server_factory(
 ) -> Iterator[ServerFactory]:
     servers: list[CatalogServer] = []
 
-    def make(backend: str = "sqlite", env: dict[str, str] | None = None) -> CatalogServer:
-        data_dir = tmp_path_factory.mktemp(f"icelog-{backend}")
-        database_url = pg_database_factory() if backend == "postgres" else None
+    def make(
+        backend: str = "sqlite",
+        env: dict[str, str] | None = None,
+        *,
+        data_dir: Path | None = None,
+        database_url: str | None = None,
+    ) -> CatalogServer:
+        """Start a server; pass ``data_dir``/``database_url`` of an earlier one to restart it."""
+        if data_dir is None:
+            data_dir = tmp_path_factory.mktemp(f"icelog-{backend}")
+        if backend == "postgres" and database_url is None:
+            database_url = pg_database_factory()
         server = start_server(data_dir, backend=backend, database_url=database_url, env=env)
         servers.append(server)
         return server
