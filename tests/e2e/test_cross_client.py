@@ -148,3 +148,19 @@ def test_pyiceberg_writes_spark_reads(
     assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 4, 9]
     assert len(reloaded.snapshots()) == 3
     assert reloaded.snapshots()[-1].parent_snapshot_id == reloaded.snapshots()[-2].snapshot_id
+
+
+def test_names_with_spaces_and_plus_signs(
+    spark: Any, spark_catalog: str, catalog: Any, namespace: str
+) -> None:
+    """Java encodes a space in a path segment as '+', PyIceberg as '%20'; '+' itself as '%2B'."""
+    odd = "odd name+1"
+    spark.sql(f"CREATE TABLE {spark_catalog}.{namespace}.`{odd}` (id BIGINT) USING iceberg")
+    spark.sql(f"INSERT INTO {spark_catalog}.{namespace}.`{odd}` VALUES (1), (2)")
+
+    assert catalog.list_tables(namespace) == [(namespace, odd)]
+    table = catalog.load_table((namespace, odd))
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    table.append(table.scan().to_arrow())
+    assert spark_rows(spark, f"SELECT count(*) FROM {spark_catalog}.{namespace}.`{odd}`") == [(4,)]
+    assert [r[1] for r in spark_rows(spark, f"SHOW TABLES IN {spark_catalog}.{namespace}")] == [odd]
