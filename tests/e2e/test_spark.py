@@ -53,7 +53,7 @@ def test_namespace_and_partitioned_table(spark: Any, spark_catalog: str, ns: str
     assert short_ns in namespaces
     spark.sql(f"ALTER NAMESPACE {ns} SET PROPERTIES ('team' = 'analytics')")
     described = dict(sql(spark, f"DESCRIBE NAMESPACE EXTENDED {ns}"))
-    assert "team" in str(described.get("Properties", described))
+    assert "(team,analytics)" in described["Properties"], described
 
     table = f"{ns}.events"
     spark.sql(
