@@ -13,10 +13,10 @@ from uuid import UUID
 import orjson
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
 
+from commands.group_commit import ConcurrentChange, GroupCommitter
 from domain.claims import NameClaim
-from domain.errors import CommitFailedError, NoSuchWarehouseError, ServiceUnavailableError
+from domain.errors import NoSuchWarehouseError, ServiceUnavailableError
 from domain.namespace import Namespace
 from domain.project import Project
 from domain.table import Table
@@ -30,10 +30,6 @@ R = TypeVar("R")
 MAX_ATTEMPTS = 100
 # How long a replica may use a warehouse's storage profile before re-reading it.
 STORAGE_PROFILE_TTL_S = 2.0
-
-
-class ConcurrentChange(Exception):
-    """Another writer appended first; the command will reload and try again."""
 
 
 def now_ms() -> int:
@@ -79,6 +75,11 @@ class CatalogBase(Application[UUID]):
         super().__init__(env=env)
         self.metadata_cache = MetadataCache()
         self._storage_cache: dict[UUID, tuple[float, dict[str, Any]]] = {}
+        self._committer = GroupCommitter(self)
+
+    def close(self) -> None:
+        self._committer.close()
+        super().close()
 
     def storage_profile(self, warehouse_id: UUID) -> dict[str, Any]:
         """A warehouse's storage profile for commits, cached for a moment.
@@ -115,12 +116,7 @@ class CatalogBase(Application[UUID]):
         so the inline projection need not fold them again.
         """
         present = [a for a in aggregates if a is not None]
-        events = [event for a in present for event in a.pending_events]
-        try:
-            recordings = self.save(*present, inline_events=events, inline_hints=hints or {})
-        except IntegrityError as exc:
-            raise ConcurrentChange(str(exc)) from None
-        return recordings[-1].notification.id if recordings else 0
+        return self._committer.save(present, hints or {})
 
     def retrying(self, attempt: Callable[[], R]) -> R:
         """Run a command attempt until it does not collide with a concurrent writer."""
@@ -140,6 +136,3 @@ class CatalogBase(Application[UUID]):
         self.metadata_cache.put(location, metadata)
         return orjson.dumps(metadata)
 
-
-def conflict_to_commit_failed(exc: ConcurrentChange) -> CommitFailedError:
-    return CommitFailedError(f"Commit failed due to a concurrent change: {exc}")

@@ -9,7 +9,8 @@ from uuid import UUID, uuid4
 
 import orjson
 
-from commands.base import ConcurrentChange, now_ms
+from commands.base import now_ms
+from commands.group_commit import ConcurrentChange
 from commands.namespaces import NamespaceCommands
 from commands.storage import file_io_for
 from commands.storage.purge import purge_files, reachable_files

@@ -1,0 +1,115 @@
+"""Group commit: the saves of concurrent commands share one append transaction.
+
+Every append takes the event table's lock and waits for its own fsync; with one
+transaction per command, writers queue on that lock. A single committer thread per
+process instead takes every save that is waiting, appends them all in ONE transaction
+(one lock, one fsync) and wakes each caller with its own position. Nothing waits on
+purpose: batches form only from saves that arrive while the previous batch is being
+written, so a lone writer pays one thread hand-off and no delay.
+
+Each command's events stay atomic: if the shared append fails on a version conflict,
+the batch is replayed one command at a time, so exactly the conflicting commands get
+`ConcurrentChange` (and reload and retry) while the others land.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.application import ProcessingEvent
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+if TYPE_CHECKING:
+    from eventsourcing.application import Application
+
+MAX_BATCH = 64
+
+
+class ConcurrentChange(Exception):
+    """Another writer appended first; the command will reload and try again."""
+
+
+@dataclass
+class _Save:
+    aggregates: list[Aggregate]
+    events: list[Any]
+    hints: dict[str, bytes]
+    done: threading.Event = field(default_factory=threading.Event)
+    position: int = 0
+    error: BaseException | None = None
+
+
+class GroupCommitter:
+    def __init__(self, app: Application[Any]) -> None:
+        self._app = app
+        self._queue: queue.SimpleQueue[_Save | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="icelog-group-commit", daemon=True)
+        self._thread.start()
+
+    def save(self, aggregates: Sequence[Aggregate], hints: dict[str, bytes]) -> int:
+        """Append the pending events of `aggregates` atomically; returns the last position."""
+        events = [event for aggregate in aggregates for event in aggregate.collect_events()]
+        item = _Save(list(aggregates), events, hints)
+        self._queue.put(item)
+        item.done.wait()
+        if item.error is not None:
+            raise item.error
+        return item.position
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < MAX_BATCH:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(nxt)
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Save]) -> None:
+        try:
+            self._append(batch)
+        except IntegrityError as exc:
+            if len(batch) == 1:
+                batch[0].error = ConcurrentChange(str(exc))
+            else:
+                for item in batch:
+                    self._commit([item])
+                return
+        except BaseException as exc:
+            for item in batch:
+                item.error = exc
+        for item in batch:
+            item.done.set()
+
+    def _append(self, batch: list[_Save]) -> None:
+        processing: ProcessingEvent[Any] = ProcessingEvent()
+        hints: dict[str, bytes] = {}
+        for item in batch:
+            processing.events.extend(item.events)
+            for aggregate in item.aggregates:
+                processing.aggregates[aggregate.id] = aggregate
+            hints.update(item.hints)
+        processing.saved_kwargs = {"inline_events": processing.events, "inline_hints": hints}
+        recordings = self._app._record(processing)
+        self._app._take_snapshots(processing)
+        offset = 0
+        for item in batch:
+            offset += len(item.events)
+            item.position = recordings[offset - 1].notification.id if item.events else 0
