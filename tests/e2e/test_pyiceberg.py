@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
@@ -23,7 +26,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 from tests.support.clients import files_under, local_path, rest_catalog, wait_until
-from tests.support.server import CatalogServer
+from tests.support.server import ICELOG_BIN, CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -502,3 +505,23 @@ def test_state_survives_a_restart(backend: str, catalog_server_factory: Any) -> 
     assert ids_of(reloaded.scan().to_arrow()) == [0, 1, 2, 3, 4]
     reloaded.append(rows([9], "c"))
     assert ids_of(catalog.load_table("durable.renamed").scan().to_arrow()) == [0, 1, 2, 3, 4, 9]
+
+
+@pytest.mark.postgres
+def test_migrate_then_serve(
+    pg_database_factory: Any, catalog_server_factory: Any, tmp_path: Path
+) -> None:
+    """``icelog migrate`` prepares an empty PostgreSQL database (twice is harmless)."""
+    url = pg_database_factory()
+    env = {**os.environ, "ICELOG_DATABASE_URL": url, "ICELOG_DATA_DIR": str(tmp_path / "m")}
+    for _ in range(2):
+        result = subprocess.run(
+            [str(ICELOG_BIN), "migrate"], env=env, capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    server = catalog_server_factory("postgres", database_url=url)
+    catalog = rest_catalog(server)
+    catalog.create_namespace("migrated")
+    make_table(catalog, "migrated.t").append(rows(range(2)))
+    assert ids_of(catalog.load_table("migrated.t").scan().to_arrow()) == [0, 1]
