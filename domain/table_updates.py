@@ -172,6 +172,19 @@ class MetadataBuilder(MetadataState):
         self.current_schema_id = schema_id
         self.changes.append(("set-current-schema", schema_id))
 
+    def _binding_schema(self) -> dict[str, Any]:
+        """The schema a new spec or sort order is bound to: the current one, or — in a create
+        transaction that sends set-current-schema last, as DuckDB does — the schema added in
+        this request. build() re-checks compatibility against the final current schema."""
+        if (
+            self.schema_by_id(self.current_schema_id) is None
+            and self.last_added_schema_id is not None
+        ):
+            added = self.schema_by_id(self.last_added_schema_id)
+            if added is not None:
+                return added
+        return self.current_schema()
+
     def add_spec(self, update: dict[str, Any]) -> None:
         raw = _require(update, "spec")
         # v1 requires sequential ids from 1000; v2+ takes new ids after the
@@ -182,7 +195,7 @@ class MetadataBuilder(MetadataState):
         )
         spec = bind_spec(
             raw,
-            self.current_schema(),
+            self._binding_schema(),
             spec_id=0,
             first_new_field_id=first_new,
             reassign_field_ids=False,
@@ -220,7 +233,7 @@ class MetadataBuilder(MetadataState):
 
     def add_sort_order(self, update: dict[str, Any]) -> None:
         raw = _require(update, "sort-order")
-        order = bind_sort_order(raw, self.current_schema(), order_id=1)
+        order = bind_sort_order(raw, self._binding_schema(), order_id=1)
         if not order["fields"]:
             existing = next((o for o in self.sort_orders if o["order-id"] == 0), None)
         else:

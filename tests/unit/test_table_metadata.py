@@ -1099,3 +1099,31 @@ def test_metadata_file_name() -> None:
 
 def test_output_is_json_serialisable() -> None:
     json.dumps(with_snapshots(3))
+
+
+def test_create_transaction_with_current_schema_set_last_as_duckdb_sends_it() -> None:
+    """DuckDB's create commit: add-spec/add-sort-order before set-current-schema (explicit id)."""
+    schema = {
+        "type": "struct",
+        "schema-id": 0,
+        "fields": [
+            {"id": 1, "name": "k", "required": False, "type": "int"},
+            {"id": 2, "name": "v", "required": False, "type": "string"},
+        ],
+        "identifier-field-ids": [],
+    }
+    ups: list[dict[str, Any]] = [
+        {"action": "assign-uuid", "uuid": UUID},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "last-column-id": 2, "schema": schema},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": 0},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": 0},
+        {"action": "set-location", "location": LOC},
+        {"action": "set-properties", "updates": {"write.parquet.compression-codec": "zstd"}},
+        {"action": "set-current-schema", "schema-id": 0},
+    ]
+    m = apply_updates(None, ups, now_ms=1, previous_location=None)
+    assert m["current-schema-id"] == 0 and m["default-spec-id"] == 0
+    assert [f["name"] for f in m["schemas"][0]["fields"]] == ["k", "v"]
