@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pytest
+from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 from tests.support import duckdb_ext
+from tests.support.clients import rest_catalog
 from tests.support.server import CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(300)]
@@ -164,3 +167,55 @@ def test_names_with_spaces_and_plus_signs(
     table.append(table.scan().to_arrow())
     assert spark_rows(spark, f"SELECT count(*) FROM {spark_catalog}.{namespace}.`{odd}`") == [(4,)]
     assert [r[1] for r in spark_rows(spark, f"SHOW TABLES IN {spark_catalog}.{namespace}")] == [odd]
+
+
+def test_concurrent_spark_and_pyiceberg_appends(
+    spark: Any, spark_catalog: str, catalog: Any, namespace: str, catalog_server: CatalogServer
+) -> None:
+    """Java and Python writers race on one table; both retry on 409 and no row is lost."""
+    name = f"{spark_catalog}.{namespace}.race"
+    spark.sql(
+        f"CREATE TABLE {name} (id BIGINT, writer STRING) USING iceberg "
+        "TBLPROPERTIES ('commit.retry.num-retries' = '50', 'commit.retry.min-wait-ms' = '20')"
+    )
+    per_writer = 4
+    errors: list[BaseException] = []
+    arrow = pa.schema([("id", pa.int64()), ("writer", pa.string())])
+
+    def spark_writer(n: int) -> None:
+        try:
+            for i in range(per_writer):
+                spark.sql(f"INSERT INTO {name} VALUES ({n * 100 + i}, 'spark{n}')")
+        except BaseException as exc:
+            errors.append(exc)
+
+    def python_writer(n: int) -> None:
+        try:
+            own = rest_catalog(catalog_server, name=f"py{n}")
+            for i in range(per_writer):
+                data = pa.Table.from_pylist([{"id": n * 100 + i, "writer": f"py{n}"}], schema=arrow)
+                for _ in range(100):
+                    try:
+                        own.load_table(f"{namespace}.race").append(data)
+                        break
+                    except CommitFailedException:
+                        continue
+                else:
+                    raise AssertionError("too many conflicts")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=spark_writer, args=(n,)) for n in (1, 2)]
+    threads += [threading.Thread(target=python_writer, args=(n,)) for n in (3, 4, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+
+    expected = sorted(n * 100 + i for n in (1, 2, 3, 4, 5) for i in range(per_writer))
+    assert [r[0] for r in spark_rows(spark, f"SELECT id FROM {name} ORDER BY id")] == expected
+    table = catalog.load_table(f"{namespace}.race")
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
+    assert len(table.snapshots()) == len(expected)
