@@ -83,6 +83,9 @@ class GroupCommitter:
             self._commit(batch)
 
     def _commit(self, batch: list[_Save]) -> None:
+        batch = self._without_doomed(batch)
+        if not batch:
+            return
         try:
             self._append(batch)
         except IntegrityError as exc:
@@ -97,6 +100,23 @@ class GroupCommitter:
                 item.error = exc
         for item in batch:
             item.done.set()
+
+    @staticmethod
+    def _without_doomed(batch: list[_Save]) -> list[_Save]:
+        """Saves that append an (aggregate, version) an earlier save in the batch also
+        appends can never land: fail them now, so the rest need not be replayed one by one
+        (hot tables: several writers committing on top of the same version)."""
+        taken: set[tuple[Any, int]] = set()
+        kept: list[_Save] = []
+        for item in batch:
+            keys = {(e.originator_id, e.originator_version) for e in item.events}
+            if keys & taken:
+                item.error = ConcurrentChange("another save in the same batch won the race")
+                item.done.set()
+                continue
+            taken |= keys
+            kept.append(item)
+        return kept
 
     def _append(self, batch: list[_Save]) -> None:
         processing: ProcessingEvent[Any] = ProcessingEvent()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -19,6 +20,7 @@ from domain.context import RequestContext
 from domain.errors import (
     AlreadyExistsError,
     BadRequestError,
+    CatalogError,
     CommitFailedError,
     LocationTakenError,
     NoSuchTableError,
@@ -40,6 +42,10 @@ from domain.table_metadata import (
     new_table_metadata,
 )
 from domain.warehouse import Warehouse
+
+
+class _NeedsFreshState(Exception):
+    """An optimistic attempt could not prove its answer; redo it on fresh state."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,22 @@ class TableCommands(NamespaceCommands):
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env=env)
         self._table_ids: dict[tuple[UUID, TabularName], UUID] = {}
+        # Tables as this process last appended them (see commit_table); never mutated.
+        self._recent_tables: dict[UUID, Table] = {}
+
+    def _remember_table(self, table: Table) -> None:
+        if len(self._recent_tables) > 10_000:
+            self._recent_tables.clear()
+        self._recent_tables[table.id] = table
+
+    def _recent_table(self, warehouse_id: UUID, name: TabularName) -> Table | None:
+        known = self._table_ids.get((warehouse_id, name))
+        table = self._recent_tables.get(known) if known is not None else None
+        if table is None or table.dropped or table.name != name.name:
+            return None
+        if tuple(table.namespace) != name.namespace.levels:
+            return None
+        return copy.deepcopy(table)
 
     # -- lookups ---------------------------------------------------------------------------
     def _claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
@@ -305,15 +327,35 @@ class TableCommands(NamespaceCommands):
             return self._create_by_transaction(ctx, warehouse_id, name, updates)
 
         def attempt() -> TableState:
+            # First try on the table as this process last wrote it, without asking the
+            # database for newer events: if another replica committed meanwhile, the append
+            # conflicts on the version and the retry starts from fresh state. An answer that
+            # does NOT append (a failed requirement, a no-op, a 400) is only given after
+            # re-checking against fresh state.
+            recent = self._recent_table(warehouse_id, name)
+            if recent is not None:
+                try:
+                    return one(recent, optimistic=True)
+                except _NeedsFreshState:
+                    self._recent_tables.pop(recent.id, None)
+            return one(self.get_table(warehouse_id, name), optimistic=False)
+
+        def one(table: Table, *, optimistic: bool) -> TableState:
             file_io = file_io_for(self.storage_profile(warehouse_id))
-            table = self.get_table(warehouse_id, name)
-            base = self.load_metadata(table.metadata_location, file_io)
-            check_requirements(base, requirements)
-            applied_at = now_ms()
-            metadata = apply_updates(
-                base, updates, now_ms=applied_at, previous_location=table.metadata_location
-            )
+            try:
+                base = self.load_metadata(table.metadata_location, file_io)
+                check_requirements(base, requirements)
+                applied_at = now_ms()
+                metadata = apply_updates(
+                    base, updates, now_ms=applied_at, previous_location=table.metadata_location
+                )
+            except CatalogError:
+                if optimistic:
+                    raise _NeedsFreshState from None
+                raise
             if metadata is base:
+                if optimistic:
+                    raise _NeedsFreshState
                 return TableState(table.id, table.metadata_location, base)
             if metadata["location"] != base["location"]:
                 self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
@@ -330,7 +372,12 @@ class TableCommands(NamespaceCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self._save_or_forget(file_io, md_location, table, hint=data)
+            try:
+                self._save_or_forget(file_io, md_location, table, hint=data)
+            except ConcurrentChange:
+                self._recent_tables.pop(table.id, None)
+                raise
+            self._remember_table(table)
             self._delete_expired_metadata_files(base, metadata, file_io)
             return TableState(table.id, md_location, metadata)
 

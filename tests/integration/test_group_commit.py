@@ -56,3 +56,19 @@ def test_a_lone_conflicting_save_raises_concurrent_change(api: Api) -> None:
     with pytest.raises(ConcurrentChange):
         again = Project.create(project_id=project.id, name="x", actor="t", request_id="r")
         api.services.catalog.save_all(again)
+
+
+def test_saves_racing_on_one_version_in_a_batch_fail_without_sinking_the_batch(api: Api) -> None:
+    app = api.services.catalog
+    pid = uuid4()
+    app.save_all(Project.create(project_id=pid, name="p", actor="t", request_id="r"))
+    racers: list[Project] = [app.repository.get(pid) for _ in range(3)]
+    for i, racer in enumerate(racers):
+        racer.rename(f"r{i}", actor="t", request_id="r")
+    bystander = Project.create(project_id=uuid4(), name="b", actor="t", request_id="r")
+    items = [_Save([r], list(r.collect_events()), {}) for r in racers]
+    items.append(_Save([bystander], list(bystander.collect_events()), {}))
+    app._committer._commit(items)
+    assert items[0].error is None and items[3].error is None
+    assert all(isinstance(i.error, ConcurrentChange) for i in items[1:3])
+    assert app.repository.get(pid).name == "r0"
