@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.application import ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, StoredEvent
 
 if TYPE_CHECKING:
     from eventsourcing.application import Application
@@ -39,6 +39,7 @@ class _Save:
     aggregates: list[Aggregate]
     events: list[Any]
     hints: dict[str, bytes]
+    stored: list[StoredEvent] | None = None
     done: threading.Event = field(default_factory=threading.Event)
     position: int = 0
     error: BaseException | None = None
@@ -54,7 +55,9 @@ class GroupCommitter:
     def save(self, aggregates: Sequence[Aggregate], hints: dict[str, bytes]) -> int:
         """Append the pending events of `aggregates` atomically; returns the last position."""
         events = [event for aggregate in aggregates for event in aggregate.collect_events()]
-        item = _Save(list(aggregates), events, hints)
+        # Serialise in the caller's thread: the committer thread is the serial section.
+        stored = [self._app.mapper.to_stored_event(event) for event in events]
+        item = _Save(list(aggregates), events, hints, stored)
         self._queue.put(item)
         item.done.wait()
         if item.error is not None:
@@ -126,10 +129,21 @@ class GroupCommitter:
             for aggregate in item.aggregates:
                 processing.aggregates[aggregate.id] = aggregate
             hints.update(item.hints)
-        processing.saved_kwargs = {"inline_events": processing.events, "inline_hints": hints}
-        recordings = self._app._record(processing)
+        stored = [
+            s
+            for item in batch
+            for s in (item.stored if item.stored is not None else self._map(item.events))
+        ]
+        # What Application.save() does, batched: insert (with the inline read model), then
+        # snapshots. The events were mapped by the callers.
+        ids = self._app.recorder.insert_events(
+            stored, inline_events=processing.events, inline_hints=hints
+        )
         self._app._take_snapshots(processing)
         offset = 0
         for item in batch:
             offset += len(item.events)
-            item.position = recordings[offset - 1].notification.id if item.events else 0
+            item.position = ids[offset - 1] if item.events and ids else 0
+
+    def _map(self, events: list[Any]) -> list[StoredEvent]:
+        return [self._app.mapper.to_stored_event(event) for event in events]

@@ -38,4 +38,19 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         f"ON {p}icelog_tabulars (warehouse_id, ns_key, name)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tabulars_by_location "
         f"ON {p}icelog_tabulars (warehouse_id, location)",
+        *_postgres_tuning(dialect, p),
+    ]
+
+
+def _postgres_tuning(dialect: str, p: str) -> list[str]:
+    if dialect != "postgres":
+        return []
+    # Every commit rewrites a table's metadata document (tens of KB and growing with the
+    # snapshot count). PostgreSQL's default TOAST compression (pglz) made that write the
+    # most expensive part of a commit; lz4 measured 1.7x the commit rate. Servers built
+    # without lz4 keep pglz: EXECUTE defers parsing so the error can be caught.
+    return [
+        "DO $$ BEGIN EXECUTE 'ALTER TABLE "
+        f"{p}icelog_tabulars ALTER COLUMN metadata SET COMPRESSION lz4'; "
+        "EXCEPTION WHEN OTHERS THEN NULL; END $$"
     ]
