@@ -215,6 +215,9 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--scenarios", default="load,commits,history", help="comma list: load,commits,history"
+    )
     args = parser.parse_args()
     server = Server(args.backend, args.workers)
     try:
@@ -230,15 +233,19 @@ def main() -> None:
             "ready_s": round(server.ready_s, 2),
             "rss_mb_idle": server.rss_mb(),
         }
-        make_table(server, "bench", "one", snapshots=1)
-        make_table(server, "bench", "thousand", snapshots=1000)
-        out["load_table_1_snapshot"] = bench_load(server, "one", args.clients, args.duration)
-        out["load_table_1000_snapshots"] = bench_load(
-            server, "thousand", args.clients, args.duration
-        )
-        out["rss_mb_after_loads"] = server.rss_mb()
-        out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
-        out["commit_latency_vs_history"] = bench_history(server, args.history, 200)
+        wanted = set(args.scenarios.split(","))
+        if "load" in wanted:
+            make_table(server, "bench", "one", snapshots=1)
+            make_table(server, "bench", "thousand", snapshots=1000)
+            out["load_table_1_snapshot"] = bench_load(server, "one", args.clients, args.duration)
+            out["load_table_1000_snapshots"] = bench_load(
+                server, "thousand", args.clients, args.duration
+            )
+            out["rss_mb_after_loads"] = server.rss_mb()
+        if "commits" in wanted:
+            out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
+        if "history" in wanted:
+            out["commit_latency_vs_history"] = bench_history(server, args.history, 200)
         text = json.dumps(out, indent=2)
         print(text)
         if args.out:
