@@ -51,7 +51,7 @@ class Services:
                     "user": env["POSTGRES_USER"],
                     "password": env["POSTGRES_PASSWORD"],
                 },
-                max_size=settings.pg_pool_size,
+                max_size=settings.pg_read_connections,
                 cache_bytes=settings.metadata_cache_bytes,
             )
         return cls(settings=settings, catalog=catalog, queries=queries, reader=reader)

@@ -44,6 +44,7 @@ class Settings:
     default_warehouse_location: str
     pg_pool_size: int
     pg_max_overflow: int
+    pg_read_connections: int
     pg_lock_timeout_seconds: int
     aggregate_cache_size: int
     metadata_cache_bytes: int
@@ -81,6 +82,9 @@ class Settings:
             default_warehouse_location=location,
             pg_pool_size=_int(get("PG_POOL_SIZE", "10"), PREFIX + "PG_POOL_SIZE", 1),
             pg_max_overflow=_int(get("PG_MAX_OVERFLOW", "30"), PREFIX + "PG_MAX_OVERFLOW"),
+            pg_read_connections=_int(
+                get("PG_READ_CONNECTIONS", "4"), PREFIX + "PG_READ_CONNECTIONS", 1
+            ),
             pg_lock_timeout_seconds=_int(
                 get("PG_LOCK_TIMEOUT_SECONDS", "5"), PREFIX + "PG_LOCK_TIMEOUT_SECONDS"
             ),

@@ -13,13 +13,16 @@ asks the database for the current version, which keeps read-your-writes across r
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
+from collections.abc import AsyncIterator
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
 
+import psycopg
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
 
 from domain.identifiers import NamespaceName
 from projections.queries import TabularRow
@@ -101,27 +104,63 @@ class SQLiteTabularReader:
 
 
 class PostgresTabularReader:
+    """A fixed set of autocommit connections handed out through a queue.
+
+    A general pool (health checks, growth, per-checkout bookkeeping) cost more Python per
+    loadTable than the query itself; these connections only ever run two short SELECTs.
+    A connection that fails is replaced on its next use. Few connections are better than
+    many: measured on 2 cores with 16 clients, 4 connections gave p99 7.8 ms where 16 gave
+    55 ms (more PostgreSQL backends competing with the server for the CPUs).
+    """
+
     def __init__(self, conninfo: dict[str, Any], max_size: int, cache_bytes: int) -> None:
-        self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
-            kwargs={**conninfo, "autocommit": True},
-            min_size=1,
-            max_size=max_size,
-            open=False,
-        )
+        self._conninfo = {**conninfo, "autocommit": True}
+        self._size = max(1, max_size)
+        self._idle: asyncio.Queue[AsyncConnection[tuple[Any, ...]] | None] = asyncio.Queue()
         self._head = _HEAD.replace("?", "%s")
         self._doc = "SELECT metadata, version, metadata_location FROM icelog_tabulars WHERE id = %s"
         self._cache = DocumentCache(cache_bytes)
 
     async def open(self) -> None:
-        await self._pool.open(wait=True, timeout=30)
+        # Connections are made lazily: a slot holds None until first used.
+        for _ in range(self._size):
+            self._idle.put_nowait(None)
 
     async def close(self) -> None:
-        await self._pool.close()
+        while not self._idle.empty():
+            conn = self._idle.get_nowait()
+            if conn is not None:
+                await conn.close()
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
+        conn = await self._idle.get()
+        try:
+            if conn is None or conn.closed:
+                conn = await AsyncConnection.connect(**self._conninfo)
+            yield conn
+        except BaseException:
+            if conn is not None:
+                await conn.close()
+            conn = None
+            raise
+        finally:
+            self._idle.put_nowait(conn)
 
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
-        async with self._pool.connection() as conn:
+        try:
+            return await self._load(warehouse_id, ns, name, kind)
+        except psycopg.OperationalError:
+            # The connection was lost (server restart, idle kill): it was discarded, so
+            # one retry runs on a new connection. A second failure is a real outage.
+            return await self._load(warehouse_id, ns, name, kind)
+
+    async def _load(
+        self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
+    ) -> TabularRow | None:
+        async with self._connection() as conn:
             cur = await conn.execute(self._head, (warehouse_id, ns.key, name, kind))
             head = await cur.fetchone()
             if head is None:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_namespaces_api import error_of
 
@@ -278,3 +280,22 @@ def test_register_and_metrics(api: Api) -> None:
         {"name": "x", "metadata-location": f"file://{api.warehouse_dir}/nope.metadata.json"},
     )
     assert missing.status_code == 404
+
+
+def test_load_table_survives_lost_database_connections(api: Api) -> None:
+    if api.services.settings.backend != "postgres":
+        pytest.skip("the SQLite reader has no server connection to lose")
+    import psycopg
+
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    assert api.get("/namespaces/db/tables/t").status_code == 200
+    url = api.services.settings.database_url
+    assert url is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert killed is not None and killed[0] >= 1
+    assert api.get("/namespaces/db/tables/t").status_code == 200
