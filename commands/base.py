@@ -135,4 +135,3 @@ class CatalogBase(Application[UUID]):
     def remember_metadata(self, location: str, metadata: dict[str, Any]) -> bytes:
         self.metadata_cache.put(location, metadata)
         return orjson.dumps(metadata)
-

@@ -46,6 +46,24 @@ def validate_name(name: object, what: str) -> str:
     return name
 
 
+def _warehouse_claim(
+    existing: NameClaim | None,
+    claim_id: UUID,
+    warehouse_id: UUID,
+    readable: str,
+    ctx: RequestContext,
+) -> NameClaim:
+    return claim(
+        existing,
+        claim_id=claim_id,
+        kind="warehouse",
+        holder_id=warehouse_id,
+        name=readable,
+        actor=ctx.actor,
+        request_id=ctx.request_id,
+    )
+
+
 class ManagementCommands(CatalogBase):
     """Bootstrap, projects and warehouses (Lakekeeper-shaped management API)."""
 
@@ -149,14 +167,8 @@ class ManagementCommands(CatalogBase):
             existing = self.get_or_none(claim_id, NameClaim)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Warehouse already exists: {name}")
-            name_claim = claim(
-                existing,
-                claim_id=claim_id,
-                kind="warehouse",
-                holder_id=warehouse_id,
-                name=f"{project_id}/{name}",
-                actor=ctx.actor,
-                request_id=ctx.request_id,
+            name_claim = _warehouse_claim(
+                existing, claim_id, warehouse_id, f"{project_id}/{name}", ctx
             )
             warehouse = Warehouse.create(
                 warehouse_id=warehouse_id,
@@ -186,14 +198,8 @@ class ManagementCommands(CatalogBase):
             existing = self.get_or_none(new_id, NameClaim)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Warehouse already exists: {name}")
-            new_claim = claim(
-                existing,
-                claim_id=new_id,
-                kind="warehouse",
-                holder_id=warehouse_id,
-                name=f"{warehouse.project_id}/{name}",
-                actor=ctx.actor,
-                request_id=ctx.request_id,
+            new_claim = _warehouse_claim(
+                existing, new_id, warehouse_id, f"{warehouse.project_id}/{name}", ctx
             )
             if old_claim is not None:
                 old_claim.release(actor=ctx.actor, request_id=ctx.request_id)

@@ -138,6 +138,25 @@ class TableCommands(NamespaceCommands):
         self.metadata_cache.put(location, metadata)
         return metadata
 
+    @staticmethod
+    def _table_claim(
+        existing: NameClaim | None,
+        warehouse_id: UUID,
+        name: TabularName,
+        table_id: UUID,
+        ctx: RequestContext,
+    ) -> NameClaim:
+        """Claim `name` for a table: a new claim, or the re-claim of a released one."""
+        return claim(
+            existing,
+            claim_id=tabular_claim_id(warehouse_id, name),
+            kind="table",
+            holder_id=table_id,
+            name=name.dotted,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+
     def _free_claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
         """The claim for a new table name: absent or released; 409 when held."""
         existing = self._claim(warehouse_id, name)
@@ -210,15 +229,7 @@ class TableCommands(NamespaceCommands):
                 return TableState(table_id, None, metadata)
             file_io = file_io_for(warehouse.storage_profile)
             md_location, data = self._write_first_file(file_io, metadata)
-            name_claim = claim(
-                existing,
-                claim_id=tabular_claim_id(warehouse_id, name),
-                kind="table",
-                holder_id=table_id,
-                name=name.dotted,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
             table = Table.create(
                 table_id=table_id,
                 warehouse_id=warehouse_id,
@@ -280,15 +291,7 @@ class TableCommands(NamespaceCommands):
                     table_id = wanted
             file_io = file_io_for(warehouse.storage_profile)
             md_location, data = self._write_first_file(file_io, metadata)
-            name_claim = claim(
-                existing,
-                claim_id=tabular_claim_id(warehouse_id, name),
-                kind="table",
-                holder_id=table_id,
-                name=name.dotted,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
             table = Table.create(
                 table_id=table_id,
                 warehouse_id=warehouse_id,
@@ -462,15 +465,7 @@ class TableCommands(NamespaceCommands):
                     )
                 raise AlreadyExistsError(f"Table already exists: {dest.dotted}")
             old_claim = self._claim(warehouse_id, source)
-            new_claim = claim(
-                target,
-                claim_id=tabular_claim_id(warehouse_id, dest),
-                kind="table",
-                holder_id=table.id,
-                name=dest.dotted,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            new_claim = self._table_claim(target, warehouse_id, dest, table.id, ctx)
             if old_claim is not None:
                 old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
             source_ns_id = table.namespace_id
@@ -524,15 +519,7 @@ class TableCommands(NamespaceCommands):
             if not isinstance(metadata.get("location"), str) or "format-version" not in metadata:
                 raise BadRequestError(f"Not an Iceberg table metadata file: {metadata_location}")
             self._check_location(warehouse, metadata["location"])
-            name_claim = claim(
-                existing,
-                claim_id=tabular_claim_id(warehouse_id, name),
-                kind="table",
-                holder_id=table_id,
-                name=name.dotted,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
             table = Table.register(
                 table_id=table_id,
                 warehouse_id=warehouse_id,
