@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from uuid import UUID
 
-from domain.errors import BadRequestError
 from domain.identifiers import NamespaceName
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -27,11 +26,6 @@ def is_inside(location: str, base: str) -> bool:
     return loc == root or loc.startswith(root + "/")
 
 
-def overlaps(a: str, b: str) -> bool:
-    """Two table locations overlap when one is inside the other."""
-    return is_inside(a, b) or is_inside(b, a)
-
-
 def path_segment(text: str) -> str:
     """A name made safe to use as one path segment (names may hold '/', spaces, ...)."""
     safe = _UNSAFE.sub("_", text)
@@ -43,8 +37,3 @@ def default_table_location(base: str, namespace: NamespaceName, name: str, table
     parts = [path_segment(level) for level in namespace.levels]
     return "/".join([normalize_location(base), *parts, f"{path_segment(name)}-{table_id.hex}"])
 
-
-def require_location(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise BadRequestError("location must be a non-empty string")
-    return normalize_location(value)

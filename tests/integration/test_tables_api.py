@@ -299,3 +299,27 @@ def test_load_table_survives_lost_database_connections(api: Api) -> None:
         ).fetchone()
     assert killed is not None and killed[0] >= 1
     assert api.get("/namespaces/db/tables/t").status_code == 200
+
+
+def test_explicit_locations_stay_inside_the_warehouse_and_never_overlap(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"]})
+    base = f"file://{api.warehouse_dir}"
+    first = create_table(api, "db", "a", location=f"{base}/custom/a")
+    assert first["metadata"]["location"] == f"{base}/custom/a"
+    assert first["metadata-location"].startswith(f"{base}/custom/a/metadata/00000-")
+    for bad, status in [
+        (f"{base}/custom/a", 409),  # the same location
+        (f"{base}/custom/a/inner", 409),  # inside another table
+        (f"{base}/custom", 409),  # containing another table
+        (base, 400),  # the warehouse root itself
+        ("file:///somewhere/else", 400),  # outside the warehouse
+    ]:
+        response = api.post(
+            "/namespaces/db/tables", {"name": "b", "schema": SCHEMA, "location": bad}
+        )
+        assert response.status_code == status, (bad, response.text)
+    # A sibling whose name merely starts with the same characters is fine.
+    create_table(api, "db", "b", location=f"{base}/custom/ab")
+    # Once the first table is dropped its location is free again.
+    assert api.delete("/namespaces/db/tables/a").status_code == 204
+    create_table(api, "db", "c", location=f"{base}/custom/a/inner")
