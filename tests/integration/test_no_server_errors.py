@@ -55,7 +55,7 @@ updates = st.lists(
                     "statistics",
                     "spec-ids",
                     "schema-ids",
-                ]  # fmt: skip
+                ]
             ),
             json_values,
             max_size=4,
@@ -77,7 +77,7 @@ requirements = st.lists(
                     "last-assigned-field-id",
                     "default-spec-id",
                 ]
-            ),  # fmt: skip
+            ),
             json_values,
             max_size=3,
         ),
@@ -121,7 +121,7 @@ def test_random_commits_never_fail_the_server(api: Api, reqs: Any, ups: Any) -> 
             "/namespaces/db/register",
             "/namespaces/db/properties",
             "/namespaces/db/tables/t",
-        ]  # fmt: skip
+        ]
     ),
 )
 def test_random_bodies_never_fail_the_server(api: Api, body: Any, target: str) -> None:
