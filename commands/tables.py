@@ -44,6 +44,16 @@ from domain.table_metadata import (
 from domain.warehouse import Warehouse
 
 
+@dataclass(frozen=True)
+class _Staged:
+    """A commit applied and written, waiting to be appended."""
+
+    location: str
+    data: bytes
+    base: dict[str, Any]
+    metadata: dict[str, Any]
+
+
 class _NeedsFreshState(Exception):
     """An optimistic attempt could not prove its answer; redo it on fresh state."""
 
@@ -346,45 +356,112 @@ class TableCommands(NamespaceCommands):
         def one(table: Table, *, optimistic: bool) -> TableState:
             file_io = file_io_for(self.storage_profile(warehouse_id))
             try:
-                base = self.load_metadata(table.metadata_location, file_io)
-                check_requirements(base, requirements)
-                applied_at = now_ms()
-                metadata = apply_updates(
-                    base, updates, now_ms=applied_at, previous_location=table.metadata_location
+                staged = self._stage_commit(
+                    ctx, warehouse_id, table, requirements, updates, file_io
                 )
             except CatalogError:
                 if optimistic:
                     raise _NeedsFreshState from None
                 raise
-            if metadata is base:
+            if staged is None:
                 if optimistic:
                     raise _NeedsFreshState
-                return TableState(table.id, table.metadata_location, base)
-            if metadata["location"] != base["location"]:
-                self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
-            reject_secret_properties(metadata.get("properties", {}), "Table")
-            version = metadata_file_version(table.metadata_location) + 1
-            md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
-            data = self.remember_metadata(md_location, metadata)
-            file_io.write_new(md_location, data)
-            table.commit(
-                requirements=requirements,
-                updates=updates,
-                metadata_location=md_location,
-                applied_at_ms=applied_at,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+                return TableState(
+                    table.id,
+                    table.metadata_location,
+                    self.load_metadata(table.metadata_location, file_io),
+                )
             try:
-                self._save_or_forget(file_io, md_location, table, hint=data)
+                self._save_or_forget(file_io, staged.location, table, hint=staged.data)
             except ConcurrentChange:
                 self._recent_tables.pop(table.id, None)
                 raise
             self._remember_table(table)
-            self._delete_expired_metadata_files(base, metadata, file_io)
-            return TableState(table.id, md_location, metadata)
+            self._delete_expired_metadata_files(staged.base, staged.metadata, file_io)
+            return TableState(table.id, staged.location, staged.metadata)
 
         return self.retrying(attempt)
+
+    def _stage_commit(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        table: Table,
+        requirements: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+        file_io: FileIO,
+    ) -> _Staged | None:
+        """Check, apply, write the next metadata file and record the commit on `table`
+        (not yet saved). None when the updates change nothing."""
+        base = self.load_metadata(table.metadata_location, file_io)
+        check_requirements(base, requirements)
+        applied_at = now_ms()
+        metadata = apply_updates(
+            base, updates, now_ms=applied_at, previous_location=table.metadata_location
+        )
+        if metadata is base:
+            return None
+        if metadata["location"] != base["location"]:
+            self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
+        reject_secret_properties(metadata.get("properties", {}), "Table")
+        version = metadata_file_version(table.metadata_location) + 1
+        md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
+        data = self.remember_metadata(md_location, metadata)
+        file_io.write_new(md_location, data)
+        table.commit(
+            requirements=requirements,
+            updates=updates,
+            metadata_location=md_location,
+            applied_at_ms=applied_at,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+        return _Staged(md_location, data, base, metadata)
+
+    def commit_transaction(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        changes: list[tuple[TabularName, list[dict[str, Any]], list[dict[str, Any]]]],
+    ) -> None:
+        """transactions/commit: every table moves, or none does.
+
+        All changes are checked and applied against the current tables, then the commit
+        events of every table are appended in ONE save. A failed requirement anywhere, or a
+        concurrent commit to any of the tables, appends nothing (files written for the
+        attempt are removed); a concurrent commit makes the whole transaction start over.
+        Several changes to one table apply in order, each on top of the previous.
+        """
+        for _name, requirements, _updates in changes:
+            if is_create_requirements(requirements):
+                raise BadRequestError("assert-create is not supported in transactions/commit")
+
+        def attempt() -> None:
+            file_io = file_io_for(self.storage_profile(warehouse_id))
+            tables: dict[UUID, Table] = {}
+            staged: list[_Staged] = []
+            try:
+                for name, requirements, updates in changes:
+                    found = self.get_table(warehouse_id, name)
+                    table = tables.setdefault(found.id, found)
+                    step = self._stage_commit(
+                        ctx, warehouse_id, table, requirements, updates, file_io
+                    )
+                    if step is not None:
+                        staged.append(step)
+                if staged:
+                    self.save_all(*tables.values(), hints={s.location: s.data for s in staged})
+            except BaseException:
+                for step in staged:
+                    with contextlib.suppress(OSError):
+                        file_io.delete(step.location)
+                for table_id in tables:
+                    self._recent_tables.pop(table_id, None)
+                raise
+            for table in tables.values():
+                self._remember_table(table)
+
+        self.retrying(attempt)
 
     @staticmethod
     def _delete_expired_metadata_files(

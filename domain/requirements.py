@@ -97,6 +97,40 @@ _CHECKS: dict[str, _Check] = {
 }
 
 
+# Field types per requirement: checked while parsing, so a malformed requirement is a 400
+# and never reaches a comparison (a list as a ref name, a string as an id, ...).
+_ID_FIELDS = {
+    "assert-last-assigned-field-id": "last-assigned-field-id",
+    "assert-current-schema-id": "current-schema-id",
+    "assert-last-assigned-partition-id": "last-assigned-partition-id",
+    "assert-default-spec-id": "default-spec-id",
+    "assert-default-sort-order-id": "default-sort-order-id",
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate(kind: str, req: dict[str, Any]) -> None:
+    problem = None
+    if kind == "assert-table-uuid" and not isinstance(_field(req, "uuid"), str):
+        problem = "uuid must be a string"
+    elif kind == "assert-ref-snapshot-id":
+        snapshot_id = req.get("snapshot-id")
+        if not isinstance(_field(req, "ref"), str):
+            problem = "ref must be a string"
+        elif snapshot_id is not None and not _is_int(snapshot_id):
+            problem = "snapshot-id must be a long or null"
+    elif kind in _ID_FIELDS:
+        # PyIceberg types last-assigned-partition-id as optional, so null is parsed too.
+        value = _field(req, _ID_FIELDS[kind])
+        if value is not None and not _is_int(value):
+            problem = f"{_ID_FIELDS[kind]} must be an integer"
+    if problem is not None:
+        raise BadRequestError(f"Cannot parse {kind} requirement: {problem}")
+
+
 def check_requirements(base: Metadata | None, requirements: list[dict[str, Any]]) -> None:
     """Validate every requirement against the current metadata (`base`).
 
@@ -114,6 +148,7 @@ def check_requirements(base: Metadata | None, requirements: list[dict[str, Any]]
         kind = req["type"].lower()
         if kind != "assert-create" and kind not in _CHECKS:
             raise BadRequestError(f"Cannot parse update requirement: unknown type {req['type']}")
+        _validate(kind, req)
         parsed.append((kind, req))
     for kind, req in parsed:
         if kind == "assert-create":

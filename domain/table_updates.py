@@ -69,6 +69,22 @@ def _require(update: dict[str, Any], key: str, kind: str = "field") -> Any:
     return update[key]
 
 
+def _require_str(update: dict[str, Any], key: str) -> str:
+    value = _require(update, key)
+    if not isinstance(value, str):
+        raise BadRequestError(f"Cannot parse {update.get('action')} update: {key} must be a string")
+    return value
+
+
+def _require_obj(update: dict[str, Any], key: str) -> dict[str, Any]:
+    value = _require(update, key)
+    if not isinstance(value, dict):
+        raise BadRequestError(
+            f"Cannot parse {update.get('action')} update: {key} must be an object"
+        )
+    return value
+
+
 def _require_int(update: dict[str, Any], key: str) -> int:
     value = _require(update, key)
     if not _is_int(value):
@@ -107,7 +123,7 @@ class MetadataBuilder(MetadataState):
     # ------------------------------------------------------------------ actions
 
     def assign_uuid(self, update: dict[str, Any]) -> None:
-        new_uuid = _require(update, "uuid")
+        new_uuid = _require_str(update, "uuid")
         if not isinstance(new_uuid, str):
             raise BadRequestError("Cannot parse assign-uuid update: uuid must be a string")
         if self.uuid is not None and self.uuid.lower() == new_uuid.lower():
@@ -139,7 +155,7 @@ class MetadataBuilder(MetadataState):
         self.changes.append(("upgrade-format-version", version))
 
     def add_schema(self, update: dict[str, Any]) -> None:
-        schema = _require(update, "schema")
+        schema = _require_obj(update, "schema")
         validate_schema(schema)
         check_compatibility(schema, self.format_version)
         new_last_column_id = max(self.last_column_id, highest_field_id(schema))
@@ -186,7 +202,7 @@ class MetadataBuilder(MetadataState):
         return self.current_schema()
 
     def add_spec(self, update: dict[str, Any]) -> None:
-        raw = _require(update, "spec")
+        raw = _require_obj(update, "spec")
         # v1 requires sequential ids from 1000; v2+ takes new ids after the
         # highest ever assigned so that a missing field-id never collides
         # with a field of an older spec.
@@ -232,7 +248,7 @@ class MetadataBuilder(MetadataState):
         self.changes.append(("set-default-spec", spec_id))
 
     def add_sort_order(self, update: dict[str, Any]) -> None:
-        raw = _require(update, "sort-order")
+        raw = _require_obj(update, "sort-order")
         order = bind_sort_order(raw, self._binding_schema(), order_id=1)
         if not order["fields"]:
             existing = next((o for o in self.sort_orders if o["order-id"] == 0), None)
@@ -270,7 +286,7 @@ class MetadataBuilder(MetadataState):
         self.changes.append(("set-default-sort-order", order_id))
 
     def add_snapshot(self, update: dict[str, Any]) -> None:
-        snapshot = _require(update, "snapshot")
+        snapshot = _require_obj(update, "snapshot")
         if not isinstance(snapshot, dict) or not _is_int(snapshot.get("snapshot-id")):
             raise BadRequestError(
                 "Cannot parse add-snapshot update: snapshot needs an integer snapshot-id"
@@ -323,7 +339,7 @@ class MetadataBuilder(MetadataState):
         self.changes.append(("add-snapshot", snapshot_id))
 
     def set_snapshot_ref(self, update: dict[str, Any], now_ms: int) -> None:
-        name = _require(update, "ref-name")
+        name = _require_str(update, "ref-name")
         snapshot_id = _require_int(update, "snapshot-id")
         ref_type = str(_require(update, "type")).lower()
         if ref_type not in ("branch", "tag"):
@@ -396,7 +412,7 @@ class MetadataBuilder(MetadataState):
             self._remove_ref(name)
 
     def remove_snapshot_ref(self, update: dict[str, Any]) -> None:
-        self._remove_ref(_require(update, "ref-name"))
+        self._remove_ref(_require_str(update, "ref-name"))
 
     def _remove_ref(self, name: str) -> None:
         if name in self.refs:
@@ -404,7 +420,7 @@ class MetadataBuilder(MetadataState):
             self.changes.append(("remove-snapshot-ref", name))
 
     def set_location(self, update: dict[str, Any]) -> None:
-        location = _require(update, "location")
+        location = _require_str(update, "location")
         if not isinstance(location, str) or not location:
             raise BadRequestError(
                 "Cannot parse set-location update: location must be a non-empty string"
@@ -438,7 +454,7 @@ class MetadataBuilder(MetadataState):
             self.changes.append(("remove-properties", None))
 
     def set_statistics(self, update: dict[str, Any], key: str = "statistics") -> None:
-        stats = _require(update, key)
+        stats = _require_obj(update, key)
         if not isinstance(stats, dict) or not _is_int(
             stats.get("snapshot-id", update.get("snapshot-id"))
         ):
@@ -471,7 +487,7 @@ class MetadataBuilder(MetadataState):
         self.schemas = [s for s in self.schemas if s["schema-id"] not in ids]
 
     def add_encryption_key(self, update: dict[str, Any]) -> None:
-        key = _require(update, "encryption-key")
+        key = _require_obj(update, "encryption-key")
         if not isinstance(key, dict) or not isinstance(key.get("key-id"), str):
             raise BadRequestError(
                 "Cannot parse add-encryption-key update: encryption-key needs a key-id"
@@ -480,7 +496,7 @@ class MetadataBuilder(MetadataState):
             self.encryption_keys.append(key)
 
     def remove_encryption_key(self, update: dict[str, Any]) -> None:
-        key_id = _require(update, "key-id")
+        key_id = _require_str(update, "key-id")
         self.encryption_keys = [k for k in self.encryption_keys if k.get("key-id") != key_id]
 
     # ------------------------------------------------------------------ dispatch

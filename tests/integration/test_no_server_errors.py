@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -94,7 +95,8 @@ def assert_client_error(response: Any) -> None:
 
 
 @settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("ICELOG_FUZZ_EXAMPLES", "300")),
+    derandomize="ICELOG_FUZZ_EXAMPLES" not in os.environ,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -107,7 +109,8 @@ def test_random_commits_never_fail_the_server(api: Api, reqs: Any, ups: Any) -> 
 
 
 @settings(
-    max_examples=150,
+    max_examples=int(os.environ.get("ICELOG_FUZZ_EXAMPLES", "300")),
+    derandomize="ICELOG_FUZZ_EXAMPLES" not in os.environ,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -195,3 +195,19 @@ def test_first_failure_wins() -> None:
             {"type": "assert-table-uuid", "uuid": "x"},
             {"type": "assert-current-schema-id", "current-schema-id": 3},
         )
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"type": "assert-ref-snapshot-id", "ref": ["main"], "snapshot-id": None},
+        {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": "1"},
+        {"type": "assert-table-uuid", "uuid": 7},
+        {"type": "assert-current-schema-id", "current-schema-id": "0"},
+        {"type": "assert-default-spec-id", "default-spec-id": True},
+        {"type": "assert-last-assigned-field-id"},
+    ],
+)
+def test_malformed_requirements_are_bad_requests(requirement: dict[str, Any]) -> None:
+    with pytest.raises(BadRequestError):
+        check_requirements(table(), [requirement])
