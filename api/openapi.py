@@ -1,0 +1,658 @@
+"""OpenAPI documents for what icelog serves, and a Swagger UI page that lists them.
+
+- ``GET /api-docs/catalog/v1/openapi.json``: the official Iceberg REST catalog spec (Apache
+  Iceberg 1.10.2, shipped in ``api/specs/``), filtered to exactly the operations advertised in
+  ``GET /v1/config`` ``endpoints`` (``api.routes.config.ENDPOINTS``), served under ``/catalog``.
+- ``GET /api-docs/management/v1/openapi.json``: the management API (``/management/v1``).
+- ``GET /swagger-ui``: Swagger UI, from the files of the ``swagger-ui-bundle-v2`` package
+  (served locally, so it works offline).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from api.routes.config import ENDPOINTS
+
+SPEC_PATH = Path(__file__).resolve().parent / "specs" / "rest-catalog-open-api-1.10.2.yaml"
+CATALOG_DOC_PATH = "/api-docs/catalog/v1/openapi.json"
+MANAGEMENT_DOC_PATH = "/api-docs/management/v1/openapi.json"
+SWAGGER_UI_PATH = "/swagger-ui"
+
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_COMPONENT_REF = "#/components/"
+
+
+def advertised_operations(endpoints: Iterable[str] = ENDPOINTS) -> set[tuple[str, str]]:
+    """``"VERB /v1/{prefix}/path"`` entries as ``(method, path)`` pairs, method lower-case."""
+    found: set[tuple[str, str]] = set()
+    for entry in endpoints:
+        verb, _, path = entry.partition(" ")
+        found.add((verb.lower(), path.strip()))
+    return found
+
+
+def document_operations(document: dict[str, Any]) -> set[tuple[str, str]]:
+    """Every ``(method, path)`` a document defines."""
+    return {
+        (method, path)
+        for path, item in document.get("paths", {}).items()
+        for method in item
+        if method in HTTP_METHODS
+    }
+
+
+@functools.cache
+def official_catalog_spec() -> dict[str, Any]:
+    """The Iceberg 1.10.2 REST catalog spec as shipped (parsed once)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with SPEC_PATH.open("rb") as handle:
+        spec: dict[str, Any] = _string_keys(yaml.load(handle, Loader=loader))  # noqa: S506 - safe
+    return spec
+
+
+def _string_keys(node: Any) -> Any:
+    """YAML reads response codes (``200:``) as integers; JSON and OpenAPI want strings."""
+    if isinstance(node, dict):
+        return {str(key): _string_keys(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_string_keys(item) for item in node]
+    return node
+
+
+def _refs(node: Any) -> Iterator[str]:
+    """Every component reference below ``node`` (``$ref`` and discriminator mappings)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            elif key == "mapping" and isinstance(value, dict):
+                yield from (v for v in value.values() if isinstance(v, str))
+                yield from _refs(value)
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _prune_components(document: dict[str, Any]) -> None:
+    """Drop the components that nothing kept refers to (views, scan planning, ...)."""
+    components: dict[str, dict[str, Any]] = document.get("components", {})
+    reachable: set[tuple[str, str]] = set()
+    pending = [ref for ref in _refs(document.get("paths", {})) if ref.startswith(_COMPONENT_REF)]
+    while pending:
+        ref = pending.pop()
+        if not ref.startswith(_COMPONENT_REF):
+            continue
+        kind, _, name = ref[len(_COMPONENT_REF) :].partition("/")
+        if (kind, name) in reachable or name not in components.get(kind, {}):
+            continue
+        reachable.add((kind, name))
+        pending.extend(_refs(components[kind][name]))
+    for kind in list(components):
+        kept = {name: v for name, v in components[kind].items() if (kind, name) in reachable}
+        if kept:
+            components[kind] = kept
+        else:
+            del components[kind]
+
+
+def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
+    """The Iceberg REST catalog spec restricted to the advertised ``endpoints``."""
+    wanted = advertised_operations(endpoints)
+    document = copy.deepcopy(official_catalog_spec())
+    missing = wanted - document_operations(document)
+    if missing:
+        raise ValueError(f"advertised endpoints missing from the spec: {sorted(missing)}")
+    paths: dict[str, Any] = {}
+    for path, item in document["paths"].items():
+        kept = {
+            key: value
+            for key, value in item.items()
+            if key not in HTTP_METHODS or (key, path) in wanted
+        }
+        if any(key in HTTP_METHODS for key in kept):
+            paths[path] = kept
+    document["paths"] = paths
+    # icelog does not authenticate: no security requirements, no token endpoint.
+    document.pop("security", None)
+    document.get("components", {}).pop("securitySchemes", None)
+    _prune_components(document)
+    used_tags = {
+        tag for item in paths.values() for key, op in item.items() if key in HTTP_METHODS
+        for tag in op.get("tags", [])
+    }  # fmt: skip
+    if "tags" in document:
+        document["tags"] = [t for t in document["tags"] if t.get("name") in used_tags]
+    document["servers"] = [
+        {
+            "url": "/catalog",
+            "description": "icelog; {prefix} is the warehouse id that GET /v1/config returns",
+        }
+    ]
+    info = document["info"]
+    info["description"] = (
+        f"{info.get('description', '').strip()}\n\n"
+        "Served by icelog: the Apache Iceberg 1.10.2 REST catalog spec, restricted to the "
+        "operations icelog advertises in `GET /v1/config` `endpoints`. Every route is also "
+        "served without the `{prefix}` segment (the `default` warehouse)."
+    )
+    info["x-iceberg-version"] = "1.10.2"
+    return document
+
+
+# -- management API -------------------------------------------------------------------------
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _ok(description: str, schema_name: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": _json({"$ref": f"#/components/schemas/{schema_name}"}),
+    }
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    names = {
+        400: "BadRequest",
+        404: "NotFound",
+        409: "Conflict",
+        500: "ServerError",
+    }
+    return {str(code): {"$ref": f"#/components/responses/{names[code]}"} for code in codes}
+
+
+def _body(schema_name: str) -> dict[str, Any]:
+    return {"required": True, "content": _json({"$ref": f"#/components/schemas/{schema_name}"})}
+
+
+_NO_CONTENT = {"204": {"description": "Done; no content"}}
+_PROJECT_HEADER = {"$ref": "#/components/parameters/x-project-id"}
+_PROJECT_ID = {"$ref": "#/components/parameters/project-id"}
+_WAREHOUSE_ID = {"$ref": "#/components/parameters/warehouse-id"}
+
+
+def _project_ops(by_path: bool) -> dict[str, dict[str, Any]]:
+    suffix = "ById" if by_path else ""
+    params = [_PROJECT_ID] if by_path else [_PROJECT_HEADER]
+    which = "the project in the path" if by_path else "the project of `x-project-id` (default: nil)"
+    return {
+        "get": {
+            "operationId": f"getProject{suffix}",
+            "tags": ["project"],
+            "summary": f"Get {which}",
+            "parameters": params,
+            "responses": {
+                "200": _ok("The project", "GetProjectResponse"),
+                **_errors(400, 404, 500),
+            },
+        },
+        "delete": {
+            "operationId": f"deleteProject{suffix}",
+            "tags": ["project"],
+            "summary": f"Delete {which}; it must have no warehouses",
+            "parameters": params,
+            "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+        },
+    }
+
+
+def _rename_project(by_path: bool) -> dict[str, Any]:
+    return {
+        "post": {
+            "operationId": "renameProjectById" if by_path else "renameProject",
+            "tags": ["project"],
+            "summary": "Rename a project",
+            "parameters": [_PROJECT_ID] if by_path else [_PROJECT_HEADER],
+            "requestBody": _body("RenameProjectRequest"),
+            "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+        }
+    }
+
+
+def management_document() -> dict[str, Any]:
+    """OpenAPI 3.1 document of the management API as ``api/routes/management.py`` serves it."""
+    name = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^/]*$"}
+    uuid = {"type": "string", "format": "uuid"}
+    storage_profile = {
+        "type": "object",
+        "description": "Only local file storage is supported.",
+        "required": ["type", "base-location"],
+        "properties": {
+            "type": {"type": "string", "enum": ["file"]},
+            "base-location": {
+                "type": "string",
+                "description": "A `file:///<absolute directory>` URI (or an absolute path); "
+                "the server must be able to write there.",
+            },
+        },
+    }
+    delete_profile = {
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["type"],
+                "properties": {"type": {"type": "string", "const": "hard"}},
+            },
+            {
+                "type": "object",
+                "required": ["type", "expiration-seconds"],
+                "properties": {
+                    "type": {"type": "string", "const": "soft"},
+                    "expiration-seconds": {"type": "integer", "minimum": 0},
+                },
+            },
+        ]
+    }
+    warehouse = {
+        "type": "object",
+        "required": [
+            "id",
+            "warehouse-id",
+            "project-id",
+            "name",
+            "storage-profile",
+            "delete-profile",
+            "status",
+            "protected",
+        ],
+        "properties": {
+            "id": uuid,
+            "warehouse-id": uuid,
+            "project-id": uuid,
+            "name": {"type": "string"},
+            "storage-profile": {"$ref": "#/components/schemas/StorageProfile"},
+            "delete-profile": {"$ref": "#/components/schemas/DeleteProfile"},
+            "status": {"type": "string", "enum": ["active", "inactive"]},
+            "protected": {"type": "boolean"},
+        },
+    }
+    error_model = {
+        "type": "object",
+        "description": "JSON error payload returned in a response with further details on "
+        "the error (the Iceberg REST `ErrorModel`).",
+        "required": ["message", "type", "code"],
+        "properties": {
+            "message": {"type": "string", "description": "Human-readable error message"},
+            "type": {
+                "type": "string",
+                "description": "Internal type definition of the error",
+                "examples": ["NoSuchWarehouseException"],
+            },
+            "code": {
+                "type": "integer",
+                "minimum": 400,
+                "maximum": 600,
+                "description": "HTTP response code",
+                "examples": [404],
+            },
+            "stack": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+
+    def error_response(description: str) -> dict[str, Any]:
+        return {
+            "description": description,
+            "content": _json({"$ref": "#/components/schemas/ErrorResponse"}),
+        }
+
+    return {
+        "openapi": "3.1.1",
+        "info": {
+            "title": "icelog management API",
+            "version": "1",
+            "description": "Projects and warehouses of an icelog catalog, shaped like "
+            "Lakekeeper's management API. Every error is the Iceberg REST "
+            '`{"error": {"message", "type", "code"}}`.',
+            "license": {"name": "Apache 2.0", "identifier": "Apache-2.0"},
+        },
+        "servers": [{"url": "/management", "description": "icelog"}],
+        "tags": [
+            {"name": "server", "description": "Server information and bootstrap"},
+            {"name": "project", "description": "Projects"},
+            {"name": "warehouse", "description": "Warehouses"},
+        ],
+        "paths": {
+            "/v1/info": {
+                "get": {
+                    "operationId": "getServerInfo",
+                    "tags": ["server"],
+                    "summary": "Server version, bootstrap state and backend",
+                    "responses": {
+                        "200": _ok("Server information", "ServerInfo"),
+                        **_errors(500),
+                    },
+                }
+            },
+            "/v1/bootstrap": {
+                "post": {
+                    "operationId": "bootstrap",
+                    "tags": ["server"],
+                    "summary": "Bootstrap the server (once)",
+                    "requestBody": _body("BootstrapRequest"),
+                    "responses": {**_NO_CONTENT, **_errors(400, 500)},
+                }
+            },
+            "/v1/project": {
+                "post": {
+                    "operationId": "createProject",
+                    "tags": ["project"],
+                    "summary": "Create a project",
+                    "requestBody": _body("CreateProjectRequest"),
+                    "responses": {
+                        "200": _ok("The new project's id", "CreateProjectResponse"),
+                        **_errors(400, 409, 500),
+                    },
+                },
+                **_project_ops(by_path=False),
+            },
+            "/v1/project/rename": _rename_project(by_path=False),
+            "/v1/project-list": {
+                "get": {
+                    "operationId": "listProjects",
+                    "tags": ["project"],
+                    "summary": "List every project",
+                    "responses": {
+                        "200": _ok("All projects", "ListProjectsResponse"),
+                        **_errors(500),
+                    },
+                }
+            },
+            "/v1/project/{project_id}": _project_ops(by_path=True),
+            "/v1/project/{project_id}/rename": _rename_project(by_path=True),
+            "/v1/warehouse": {
+                "post": {
+                    "operationId": "createWarehouse",
+                    "tags": ["warehouse"],
+                    "summary": "Create a warehouse",
+                    "parameters": [_PROJECT_HEADER],
+                    "requestBody": _body("CreateWarehouseRequest"),
+                    "responses": {
+                        "200": _ok("The new warehouse's id", "CreateWarehouseResponse"),
+                        **_errors(400, 404, 409, 500),
+                    },
+                },
+                "get": {
+                    "operationId": "listWarehouses",
+                    "tags": ["warehouse"],
+                    "summary": "List the warehouses of the project of `x-project-id`",
+                    "parameters": [_PROJECT_HEADER],
+                    "responses": {
+                        "200": _ok("The project's warehouses", "ListWarehousesResponse"),
+                        **_errors(400, 500),
+                    },
+                },
+            },
+            "/v1/warehouse/{warehouse_id}": {
+                "get": {
+                    "operationId": "getWarehouse",
+                    "tags": ["warehouse"],
+                    "summary": "Get a warehouse",
+                    "parameters": [_WAREHOUSE_ID],
+                    "responses": {
+                        "200": _ok("The warehouse", "GetWarehouseResponse"),
+                        **_errors(400, 404, 500),
+                    },
+                },
+                "delete": {
+                    "operationId": "deleteWarehouse",
+                    "tags": ["warehouse"],
+                    "summary": "Delete a warehouse; it must have no namespaces",
+                    "parameters": [_WAREHOUSE_ID],
+                    "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+                },
+            },
+            "/v1/warehouse/{warehouse_id}/rename": {
+                "post": {
+                    "operationId": "renameWarehouse",
+                    "tags": ["warehouse"],
+                    "summary": "Rename a warehouse",
+                    "parameters": [_WAREHOUSE_ID],
+                    "requestBody": _body("RenameWarehouseRequest"),
+                    "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+                }
+            },
+        },
+        "components": {
+            "parameters": {
+                "x-project-id": {
+                    "name": "x-project-id",
+                    "in": "header",
+                    "required": False,
+                    "description": "The project; the default project (nil UUID) when absent.",
+                    "schema": uuid,
+                },
+                "project-id": {
+                    "name": "project_id",
+                    "in": "path",
+                    "required": True,
+                    "schema": uuid,
+                },
+                "warehouse-id": {
+                    "name": "warehouse_id",
+                    "in": "path",
+                    "required": True,
+                    "schema": uuid,
+                },
+            },
+            "schemas": {
+                "ServerInfo": {
+                    "type": "object",
+                    "required": [
+                        "version",
+                        "bootstrapped",
+                        "server-id",
+                        "default-project-id",
+                        "authz-backend",
+                        "aws-system-identities-enabled",
+                        "azure-system-identities-enabled",
+                        "gcp-system-identities-enabled",
+                        "queues",
+                        "backend",
+                    ],
+                    "properties": {
+                        "version": {"type": "string"},
+                        "bootstrapped": {"type": "boolean"},
+                        "server-id": uuid,
+                        "default-project-id": uuid,
+                        "authz-backend": {"type": "string", "enum": ["allow-all"]},
+                        "aws-system-identities-enabled": {"type": "boolean"},
+                        "azure-system-identities-enabled": {"type": "boolean"},
+                        "gcp-system-identities-enabled": {"type": "boolean"},
+                        "queues": {"type": "array", "items": {"type": "string"}},
+                        "backend": {"type": "string", "enum": ["sqlite", "postgres"]},
+                    },
+                },
+                "BootstrapRequest": {
+                    "type": "object",
+                    "required": ["accept-terms-of-use"],
+                    "properties": {
+                        "accept-terms-of-use": {"type": "boolean", "const": True},
+                        "is-operator": {"type": "boolean", "default": False},
+                    },
+                },
+                "CreateProjectRequest": {
+                    "type": "object",
+                    "required": ["project-name"],
+                    "properties": {"project-name": name, "project-id": uuid},
+                },
+                "CreateProjectResponse": {
+                    "type": "object",
+                    "required": ["project-id"],
+                    "properties": {"project-id": uuid},
+                },
+                "GetProjectResponse": {
+                    "type": "object",
+                    "required": ["project-id", "project-name"],
+                    "properties": {"project-id": uuid, "project-name": {"type": "string"}},
+                },
+                "ListProjectsResponse": {
+                    "type": "object",
+                    "required": ["projects"],
+                    "properties": {
+                        "projects": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/GetProjectResponse"},
+                        }
+                    },
+                },
+                "RenameProjectRequest": {
+                    "type": "object",
+                    "required": ["new-name"],
+                    "properties": {"new-name": name},
+                },
+                "StorageProfile": storage_profile,
+                "DeleteProfile": delete_profile,
+                "CreateWarehouseRequest": {
+                    "type": "object",
+                    "required": ["warehouse-name", "storage-profile"],
+                    "properties": {
+                        "warehouse-name": name,
+                        "project-id": {
+                            **uuid,
+                            "description": "Default: `x-project-id`, else the nil UUID.",
+                        },
+                        "storage-profile": {"$ref": "#/components/schemas/StorageProfile"},
+                        "delete-profile": {"$ref": "#/components/schemas/DeleteProfile"},
+                        "storage-credential": {
+                            "type": "null",
+                            "description": "Not supported for file storage: must be absent.",
+                        },
+                    },
+                },
+                "CreateWarehouseResponse": {
+                    "type": "object",
+                    "required": ["warehouse-id"],
+                    "properties": {"warehouse-id": uuid},
+                },
+                "GetWarehouseResponse": warehouse,
+                "ListWarehousesResponse": {
+                    "type": "object",
+                    "required": ["warehouses"],
+                    "properties": {
+                        "warehouses": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/GetWarehouseResponse"},
+                        }
+                    },
+                },
+                "RenameWarehouseRequest": {
+                    "type": "object",
+                    "required": ["new-name"],
+                    "properties": {"new-name": name},
+                },
+                "ErrorModel": error_model,
+                "ErrorResponse": {
+                    "type": "object",
+                    "required": ["error"],
+                    "additionalProperties": False,
+                    "properties": {"error": {"$ref": "#/components/schemas/ErrorModel"}},
+                },
+            },
+            "responses": {
+                "BadRequest": error_response("Malformed request or invalid value"),
+                "NotFound": error_response("No such project or warehouse"),
+                "Conflict": error_response("Already exists, or not empty"),
+                "ServerError": error_response("Unexpected server error"),
+            },
+        },
+    }
+
+
+# -- routes ---------------------------------------------------------------------------------
+@functools.cache
+def _catalog_json() -> bytes:
+    return orjson.dumps(catalog_document())
+
+
+@functools.cache
+def _management_json() -> bytes:
+    return orjson.dumps(management_document())
+
+
+async def _catalog_doc(request: Request) -> Response:
+    return Response(_catalog_json(), media_type="application/json")
+
+
+async def _management_doc(request: Request) -> Response:
+    return Response(_management_json(), media_type="application/json")
+
+
+_SWAGGER_PAGE = """<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="UTF-8">
+    <title>icelog API</title>
+    <link rel="stylesheet" type="text/css" href="{assets}/swagger-ui.css">
+    <link rel="icon" type="image/png" href="{assets}/favicon-32x32.png" sizes="32x32">
+  </head>
+  <body>
+    <div id="swagger-ui"></div>
+    <script src="{assets}/swagger-ui-bundle.js" charset="UTF-8"></script>
+    <script src="{assets}/swagger-ui-standalone-preset.js" charset="UTF-8"></script>
+    <script>
+      window.onload = function () {{
+        window.ui = SwaggerUIBundle({{
+          urls: {urls},
+          "urls.primaryName": "Iceberg REST catalog",
+          dom_id: "#swagger-ui",
+          deepLinking: true,
+          presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
+          layout: "StandaloneLayout",
+        }});
+      }};
+    </script>
+  </body>
+</html>
+"""
+
+
+async def _swagger_page(request: Request) -> Response:
+    root = request.scope.get("root_path", "").rstrip("/")
+    urls = [
+        {"url": root + CATALOG_DOC_PATH, "name": "Iceberg REST catalog"},
+        {"url": root + MANAGEMENT_DOC_PATH, "name": "Management"},
+    ]
+    page = _SWAGGER_PAGE.format(assets=root + SWAGGER_UI_PATH, urls=orjson.dumps(urls).decode())
+    return HTMLResponse(page)
+
+
+def swagger_ui_directory() -> Path:
+    """The Swagger UI distribution shipped by ``swagger-ui-bundle-v2`` (``vendor/swagger-ui-*``)."""
+    spec = importlib.util.find_spec("swagger_ui_bundle")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("Swagger UI needs the swagger-ui-bundle-v2 package")
+    vendor = Path(next(iter(spec.submodule_search_locations))) / "vendor"
+    found = sorted(vendor.glob("swagger-ui-*/swagger-ui-bundle.js"))
+    if not found:
+        raise RuntimeError(f"no Swagger UI distribution under {vendor}")
+    return found[-1].parent
+
+
+def _swagger_assets() -> StaticFiles:
+    return StaticFiles(directory=swagger_ui_directory())
+
+
+def openapi_routes() -> list[BaseRoute]:
+    """Routes for the two documents and Swagger UI; add them to the application's routes."""
+    return [
+        Route(CATALOG_DOC_PATH, _catalog_doc, methods=["GET"]),
+        Route(MANAGEMENT_DOC_PATH, _management_doc, methods=["GET"]),
+        Route(SWAGGER_UI_PATH, _swagger_page, methods=["GET"]),
+        Route(SWAGGER_UI_PATH + "/", _swagger_page, methods=["GET"]),
+        Mount(SWAGGER_UI_PATH, app=_swagger_assets(), name="swagger-ui-assets"),
+    ]
