@@ -37,6 +37,8 @@ CATALOG_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["POST"], "/namespaces/{namespace}/tables/{table}/metrics", tables.report_metrics),
     (["POST"], "/namespaces/{namespace}/register", tables.register_table),
     (["POST"], "/tables/rename", tables.rename_table),
+    (["POST"], "/transactions/commit", tables.commit_transaction),
+    (["GET"], "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials),
 ]
 
 MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [

@@ -91,9 +91,7 @@ class Settings:
             aggregate_cache_size=_int(
                 get("AGGREGATE_CACHE_SIZE", "10000"), PREFIX + "AGGREGATE_CACHE_SIZE"
             ),
-            metadata_cache_bytes=_int(
-                get("METADATA_CACHE_MB", "64"), PREFIX + "METADATA_CACHE_MB"
-            )
+            metadata_cache_bytes=_int(get("METADATA_CACHE_MB", "64"), PREFIX + "METADATA_CACHE_MB")
             * 1024
             * 1024,
             log_level=get("LOG_LEVEL", "info"),

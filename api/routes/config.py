@@ -31,6 +31,9 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "POST /v1/{prefix}/tables/rename",
+    # Atomic: all table changes are one append (DuckDB sends every commit here when listed).
+    "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 ]
 
 

@@ -223,3 +223,39 @@ def report_metrics(request: Request, body: Any) -> Response:
     if svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table") is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
     return no_content()
+
+
+def commit_transaction(request: Request, body: Any) -> Response:
+    """transactions/commit: atomic across tables (one append), 204 on success."""
+    svc = services(request)
+    data = require_object(body, "CommitTransactionRequest")
+    table_changes = data.get("table-changes")
+    if not isinstance(table_changes, list) or not table_changes:
+        raise BadRequestError("table-changes must be a non-empty array")
+    changes = []
+    for change in table_changes:
+        entry = require_object(change, "table change")
+        if entry.get("identifier") is None:
+            raise BadRequestError("Every table change of a transaction needs an identifier")
+        name = _identifier(entry["identifier"], "identifier")
+        requirements = entry.get("requirements") or []
+        updates = entry.get("updates") or []
+        if not isinstance(requirements, list) or not all(isinstance(r, dict) for r in requirements):
+            raise BadRequestError("requirements must be an array of objects")
+        if not isinstance(updates, list) or not all(isinstance(u, dict) for u in updates):
+            raise BadRequestError("updates must be an array of objects")
+        changes.append((name, requirements, updates))
+    svc.catalog.commit_transaction(
+        context(request), svc.warehouse_for_prefix(prefix(request)), changes
+    )
+    return no_content()
+
+
+def load_credentials(request: Request, _body: Any) -> Response:
+    """Local (`file`) warehouses need no credentials: an empty list, once the table exists."""
+    svc = services(request)
+    name = _name(request)
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    if svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table") is None:
+        raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+    return json_response({"storage-credentials": []})

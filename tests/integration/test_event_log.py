@@ -27,6 +27,21 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
             lambda: api.post("/namespaces/db/tables", {"name": "t", "schema": SCHEMA}),
         ),
         ("commit", lambda: append(api, "db", "t", 1, 1, None)),
+        (
+            "transaction",
+            lambda: api.post(
+                "/transactions/commit",
+                {
+                    "table-changes": [
+                        {
+                            "identifier": {"namespace": ["db"], "name": "t"},
+                            "requirements": [],
+                            "updates": [{"action": "set-properties", "updates": {"tx": "1"}}],
+                        }
+                    ]
+                },
+            ),
+        ),
         ("create transaction", lambda: _create_tx(api)),
         (
             "rename",

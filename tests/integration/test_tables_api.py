@@ -323,3 +323,12 @@ def test_explicit_locations_stay_inside_the_warehouse_and_never_overlap(api: Api
     # Once the first table is dropped its location is free again.
     assert api.delete("/namespaces/db/tables/a").status_code == 204
     create_table(api, "db", "c", location=f"{base}/custom/a/inner")
+
+
+def test_credentials_of_a_local_table_are_an_empty_list(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    response = api.get("/namespaces/db/tables/t/credentials")
+    assert response.status_code == 200
+    assert response.json() == {"storage-credentials": []}
+    assert api.get("/namespaces/db/tables/nope/credentials").status_code == 404
