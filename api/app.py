@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
-from api.routes import config, management, namespaces, tables
+from api.routes import config, management, namespaces, tables, views
 from api.services import Services
 from api.settings import Settings
 from domain.errors import CatalogError
@@ -39,6 +39,13 @@ CATALOG_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["POST"], "/tables/rename", tables.rename_table),
     (["POST"], "/transactions/commit", tables.commit_transaction),
     (["GET"], "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials),
+    (["GET"], "/namespaces/{namespace}/views", views.list_views),
+    (["POST"], "/namespaces/{namespace}/views", views.create_view),
+    (["GET", "HEAD"], "/namespaces/{namespace}/views/{view}", views.load_view),
+    (["POST"], "/namespaces/{namespace}/views/{view}", views.replace_view),
+    (["DELETE"], "/namespaces/{namespace}/views/{view}", views.drop_view),
+    (["POST"], "/namespaces/{namespace}/register-view", views.register_view),
+    (["POST"], "/views/rename", views.rename_view),
 ]
 
 MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import random
 import threading
 import time
@@ -16,10 +17,17 @@ from eventsourcing.domain import Aggregate
 
 from commands.group_commit import ConcurrentChange, GroupCommitter
 from domain.claims import NameClaim
-from domain.errors import NoSuchWarehouseError, ServiceUnavailableError
+from domain.errors import (
+    BadRequestError,
+    NoSuchWarehouseError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 from domain.namespace import Namespace
+from domain.ports import FileIO
 from domain.project import Project
 from domain.table import Table
+from domain.view import View
 from domain.warehouse import Warehouse
 
 A = TypeVar("A", bound=Aggregate)
@@ -65,6 +73,7 @@ class CatalogBase(Application[UUID]):
 
     snapshotting_intervals = {  # noqa: RUF012 - the library reads this class attribute
         Table: 100,
+        View: 100,
         Namespace: 200,
         NameClaim: 100,
         Warehouse: 200,
@@ -133,5 +142,34 @@ class CatalogBase(Application[UUID]):
 
     # -- metadata documents ----------------------------------------------------------------
     def remember_metadata(self, location: str, metadata: dict[str, Any]) -> bytes:
+        """Cache a document just written (or about to be) and return its JSON bytes."""
         self.metadata_cache.put(location, metadata)
         return orjson.dumps(metadata)
+
+    def write_metadata(self, file_io: FileIO, location: str, data: bytes) -> None:
+        """Write a new metadata file; `.gz.metadata.json` names are gzip-compressed."""
+        if location.endswith(".gz.metadata.json"):
+            # mtime=0: the same document always gives the same bytes.
+            data = gzip.compress(data, mtime=0)
+        file_io.write_new(location, data)
+
+    def load_metadata(self, location: str, file_io: FileIO) -> dict[str, Any]:
+        """A metadata document by location (immutable, so cached without expiry)."""
+        cached = self.metadata_cache.get(location)
+        if cached is not None:
+            return cached
+        try:
+            raw = file_io.read(location)
+        except FileNotFoundError:
+            raise NotFoundError(f"Failed to open input stream for file: {location}") from None
+        try:
+            # Readers accept gzip whatever the name says (Iceberg spec, appendix F).
+            if raw[:2] == b"\x1f\x8b":
+                raw = gzip.decompress(raw)
+            metadata = orjson.loads(raw)
+        except (OSError, EOFError, orjson.JSONDecodeError):
+            raise BadRequestError(f"Not a metadata file: {location}") from None
+        if not isinstance(metadata, dict):
+            raise BadRequestError(f"Not a metadata file: {location}")
+        self.metadata_cache.put(location, metadata)
+        return metadata

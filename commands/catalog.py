@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from commands.tables import TableCommands, TableState
+from commands.tables import TableState
+from commands.views import ViewCommands
 
 __all__ = ["Catalog", "TableState"]
 
 
-class Catalog(TableCommands):
+class Catalog(ViewCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
 
     # The library names an application after its class unless told otherwise, and

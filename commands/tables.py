@@ -136,18 +136,6 @@ class TableCommands(NamespaceCommands):
             raise NoSuchTableError(f"Table does not exist: {name.dotted}")
         return table
 
-    def load_metadata(self, location: str, file_io: FileIO) -> dict[str, Any]:
-        cached = self.metadata_cache.get(location)
-        if cached is not None:
-            return cached
-        try:
-            raw = file_io.read(location)
-        except FileNotFoundError:
-            raise NotFoundError(f"Failed to open input stream for file: {location}") from None
-        metadata: dict[str, Any] = orjson.loads(raw)
-        self.metadata_cache.put(location, metadata)
-        return metadata
-
     @staticmethod
     def _table_claim(
         existing: NameClaim | None,
@@ -193,7 +181,7 @@ class TableCommands(NamespaceCommands):
     ) -> tuple[str, bytes]:
         location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
         data = self.remember_metadata(location, metadata)
-        file_io.write_new(location, data)
+        self.write_metadata(file_io, location, data)
         return location, data
 
     # -- create ----------------------------------------------------------------------------
@@ -407,7 +395,7 @@ class TableCommands(NamespaceCommands):
         version = metadata_file_version(table.metadata_location) + 1
         md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
         data = self.remember_metadata(md_location, metadata)
-        file_io.write_new(md_location, data)
+        self.write_metadata(file_io, md_location, data)
         table.commit(
             requirements=requirements,
             updates=updates,

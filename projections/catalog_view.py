@@ -19,6 +19,8 @@ from domain.namespace import Namespace
 from domain.project import Project
 from domain.table import Table
 from domain.table_metadata import apply_updates
+from domain.view import View
+from domain.view_metadata import apply_view_updates
 from domain.warehouse import Warehouse
 
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
@@ -54,8 +56,8 @@ class CatalogView:
             self.apply_one(cur, event, hints)
 
     def apply_one(self, cur: Cursor, event: object, hints: Mapping[str, bytes]) -> None:
-        if isinstance(event, Table.Event):
-            self._table(cur, event, hints)
+        if isinstance(event, (Table.Event, View.Event)):
+            self._tabular(cur, event, hints)
         elif isinstance(event, Namespace.Event):
             self._namespace(cur, event, hints)
         elif isinstance(event, Warehouse.Event):
@@ -138,22 +140,27 @@ class CatalogView:
         elif isinstance(event, Namespace.Dropped):
             self._exec(cur, "DELETE FROM {p}icelog_namespaces WHERE id = ?", (nid,))
 
-    # -- tables ----------------------------------------------------------------------------
-    def _table(self, cur: Cursor, event: Table.Event, hints: Mapping[str, bytes]) -> None:
+    # -- tables and views ------------------------------------------------------------------
+    def _tabular(
+        self, cur: Cursor, event: Table.Event | View.Event, hints: Mapping[str, bytes]
+    ) -> None:
+        """Tables and views share the tabular rows (one identifier space), told apart by kind."""
         tid = str(event.originator_id)
         stamp = event.timestamp.isoformat()
-        if isinstance(event, (Table.Created, Table.Registered)):
+        kind = "view" if isinstance(event, View.Event) else "table"
+        if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
             data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
             self._exec(
                 cur,
                 "INSERT INTO {p}icelog_tabulars (id, warehouse_id, ns_key, name, kind, location, "
                 "metadata_location, metadata, version, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, 'table', ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     tid,
                     str(event.warehouse_id),
                     NamespaceName(tuple(event.namespace)).key,
                     event.name,
+                    kind,
                     normalize_location(event.location),
                     event.metadata_location,
                     self._blob(data),
@@ -162,7 +169,7 @@ class CatalogView:
                     stamp,
                 ),
             )
-        elif isinstance(event, Table.Committed):
+        elif isinstance(event, (Table.Committed, View.Replaced)):
             hinted = hints.get(event.metadata_location)
             location = _new_location(event.updates)
             if hinted is not None:
@@ -170,13 +177,7 @@ class CatalogView:
             else:
                 self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
                 previous = orjson.loads(bytes(cur.fetchone()[0]))
-                folded = apply_updates(
-                    previous,
-                    event.updates,
-                    now_ms=event.applied_at_ms,
-                    previous_location=event.previous_metadata_location,
-                )
-                data = orjson.dumps(folded)
+                data = orjson.dumps(_fold(event, previous))
             if location is not None:
                 self._exec(
                     cur,
@@ -189,7 +190,7 @@ class CatalogView:
                 "updated_at = ? WHERE id = ?",
                 (event.metadata_location, self._blob(data), event.originator_version, stamp, tid),
             )
-        elif isinstance(event, Table.Renamed):
+        elif isinstance(event, (Table.Renamed, View.Renamed)):
             self._exec(
                 cur,
                 "UPDATE {p}icelog_tabulars SET ns_key = ?, name = ?, version = ?, updated_at = ? "
@@ -202,8 +203,20 @@ class CatalogView:
                     tid,
                 ),
             )
-        elif isinstance(event, Table.Dropped):
+        elif isinstance(event, (Table.Dropped, View.Dropped)):
             self._exec(cur, "DELETE FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+
+
+def _fold(event: Table.Committed | View.Replaced, previous: dict[str, Any]) -> dict[str, Any]:
+    """Re-apply a commit's updates to the previous document, at the time it was applied."""
+    if isinstance(event, View.Replaced):
+        return apply_view_updates(previous, event.updates, now_ms=event.applied_at_ms)
+    return apply_updates(
+        previous,
+        event.updates,
+        now_ms=event.applied_at_ms,
+        previous_location=event.previous_metadata_location,
+    )
 
 
 def _new_location(updates: Sequence[Mapping[str, Any]]) -> str | None:

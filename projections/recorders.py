@@ -47,9 +47,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
     ) -> None:
         self.view = CatalogView("postgres")
         super().__init__(datastore, events_table_name=events_table_name)
-        self.sql_create_statements.extend(
-            SQL(s).format() for s in create_statements("postgres")
-        )
+        self.sql_create_statements.extend(SQL(s).format() for s in create_statements("postgres"))
 
     def _insert_stored_events(
         self, curs: Cursor[DictRow], stored_events: Sequence[StoredEvent], **kwargs: Any

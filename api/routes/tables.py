@@ -194,7 +194,7 @@ def register_table(request: Request, body: Any) -> Response:
     return json_response(_load_result(state))
 
 
-def _identifier(value: Any, field: str) -> TabularName:
+def identifier_from_json(value: Any, field: str) -> TabularName:
     data = require_object(value, field)
     name = data.get("name")
     if not isinstance(name, str) or not name:
@@ -208,8 +208,8 @@ def rename_table(request: Request, body: Any) -> Response:
     svc.catalog.rename_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
-        _identifier(data.get("source"), "source"),
-        _identifier(data.get("destination"), "destination"),
+        identifier_from_json(data.get("source"), "source"),
+        identifier_from_json(data.get("destination"), "destination"),
     )
     return no_content()
 
@@ -237,7 +237,7 @@ def commit_transaction(request: Request, body: Any) -> Response:
         entry = require_object(change, "table change")
         if entry.get("identifier") is None:
             raise BadRequestError("Every table change of a transaction needs an identifier")
-        name = _identifier(entry["identifier"], "identifier")
+        name = identifier_from_json(entry["identifier"], "identifier")
         requirements = entry.get("requirements") or []
         updates = entry.get("updates") or []
         if not isinstance(requirements, list) or not all(isinstance(r, dict) for r in requirements):

@@ -8,6 +8,7 @@ from typing import Any
 from projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_tables_api import append, commit
+from tests.integration.test_views_api import create_view, version
 
 ROOT = "/management/v1"
 
@@ -59,6 +60,32 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
             "drop purge",
             lambda: api.delete("/namespaces/db/tables/r", params={"purgeRequested": "true"}),
         ),
+        ("create view", lambda: create_view(api, "v")),
+        (
+            "replace view",
+            lambda: api.post(
+                "/namespaces/db/views/v",
+                {"updates": [{"action": "set-properties", "updates": {"a": "b"}}]},
+            ),
+        ),
+        (
+            "rename view",
+            lambda: api.post(
+                "/views/rename",
+                {
+                    "source": {"namespace": ["db"], "name": "v"},
+                    "destination": {"namespace": ["db"], "name": "v2"},
+                },
+            ),
+        ),
+        ("drop view", lambda: api.delete("/namespaces/db/views/v2")),
+        (
+            "register view",
+            lambda: api.post(
+                "/namespaces/db/register-view",
+                {"name": "v3", "metadata-location": _dropped_view_location(api)},
+            ),
+        ),
         ("drop namespace", lambda: api.delete("/namespaces/db%1Fsub")),
         ("create project", lambda: client.post(f"{ROOT}/project", json={"project-name": "p2"})),
         (
@@ -97,6 +124,13 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
     before = api.position()
     assert api.post("/namespaces", {"namespace": ["db"]}).status_code == 409
     assert api.position() == before
+
+
+def _dropped_view_location(api: Api) -> str:
+    response = create_view(api, "to_drop")
+    location = str(response.json()["metadata-location"])
+    assert api.delete("/namespaces/db/views/to_drop").status_code == 204
+    return location
 
 
 def _wh(api: Api, name: str) -> str:
@@ -185,6 +219,18 @@ def test_rebuild_from_the_log_equals_the_live_read_model(api: Api) -> None:
         },
     )
     api.delete("/namespaces/db/tables/c")
+    create_view(api, "v")
+    create_view(api, "gone")
+    api.post(
+        "/namespaces/db/views/v",
+        {
+            "updates": [
+                {"action": "add-view-version", "view-version": version("SELECT 2", version_id=2)},
+                {"action": "set-current-view-version", "view-version-id": -1},
+            ]
+        },
+    )
+    api.delete("/namespaces/db/views/gone")
     app = api.services.catalog
     applied = rebuild(app.recorder, app.mapper, "rebuilt_")
     assert applied > 20

@@ -1,0 +1,151 @@
+"""Views: like tables, a name in the shared identifier space pointing at metadata files.
+
+Events carry the first metadata document on create/register and, per replace, the
+submitted updates with the time they were applied: folding them with
+`domain.view_metadata.apply_view_updates` reproduces every view metadata document.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class View(Aggregate):
+    """An Iceberg view registered in a warehouse namespace."""
+
+    TOPIC = "icelog.view"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.view.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        """createView: `metadata` is the first document, written to `metadata_location`."""
+
+        TOPIC = "icelog.view.created.v1"
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        metadata: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            _init(aggregate, self)
+
+    class Registered(Event, Aggregate.Created):
+        """registerView: an existing view metadata file was adopted."""
+
+        TOPIC = "icelog.view.registered.v1"
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        metadata: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            _init(aggregate, self)
+
+    class Replaced(Event):
+        """replaceView: `updates` applied at `applied_at_ms` to the previous document."""
+
+        TOPIC = "icelog.view.replaced.v1"
+        requirements: list[dict[str, Any]]
+        updates: list[dict[str, Any]]
+        previous_metadata_location: str
+        metadata_location: str
+        applied_at_ms: int
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.metadata_location = self.metadata_location
+
+    class Renamed(Event):
+        TOPIC = "icelog.view.renamed.v1"
+        from_namespace: list[str]
+        from_name: str
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.namespace_id = self.namespace_id
+            aggregate.namespace = list(self.namespace)
+            aggregate.name = self.name
+
+    class Dropped(Event):
+        TOPIC = "icelog.view.dropped.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.dropped = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        dropped: bool
+
+    @classmethod
+    def create(cls, *, registered: bool = False, view_id: UUID, **fields: Any) -> View:
+        """Create (or, with `registered`, register) a view; `fields` as on the events."""
+        event = cls.Registered if registered else cls.Created
+        return cls._create(event, id=view_id, **fields)
+
+    def replace(
+        self,
+        *,
+        requirements: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+        metadata_location: str,
+        applied_at_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        self.trigger_event(
+            self.Replaced,
+            requirements=requirements,
+            updates=updates,
+            previous_metadata_location=self.metadata_location,
+            metadata_location=metadata_location,
+            applied_at_ms=applied_at_ms,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def rename(
+        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
+    ) -> None:
+        self.trigger_event(
+            self.Renamed,
+            from_namespace=self.namespace,
+            from_name=self.name,
+            namespace_id=namespace_id,
+            namespace=namespace,
+            name=name,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def drop(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
+
+
+def _init(aggregate: Any, event: View.Created | View.Registered) -> None:
+    aggregate.warehouse_id = event.warehouse_id
+    aggregate.namespace_id = event.namespace_id
+    aggregate.namespace = list(event.namespace)
+    aggregate.name = event.name
+    aggregate.location = event.location
+    aggregate.metadata_location = event.metadata_location
+    aggregate.dropped = False
