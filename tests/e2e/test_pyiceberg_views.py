@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.e2e]
 def test_pyiceberg_view_calls(catalog: Any, namespace: str) -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
-    from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+    from pyiceberg.view.metadata import ViewVersion
 
     schema = Schema(NestedField(1, "id", LongType(), required=False))
     version = ViewVersion(
