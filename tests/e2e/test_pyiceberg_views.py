@@ -15,13 +15,15 @@ def test_pyiceberg_view_calls(catalog: Any, namespace: str) -> None:
     from pyiceberg.view.metadata import ViewVersion
 
     schema = Schema(NestedField(1, "id", LongType(), required=False))
-    version = ViewVersion(
-        version_id=1,
-        schema_id=0,
-        timestamp_ms=1_700_000_000_000,
-        summary={"engine-name": "pyiceberg"},
-        representations=[SQLViewRepresentation(type="sql", sql="SELECT 1 AS id", dialect="spark")],
-        default_namespace=[namespace],
+    version = ViewVersion.model_validate(
+        {
+            "version-id": 1,
+            "schema-id": 0,
+            "timestamp-ms": 1_700_000_000_000,
+            "summary": {"engine-name": "pyiceberg"},
+            "representations": [{"type": "sql", "sql": "SELECT 1 AS id", "dialect": "spark"}],
+            "default-namespace": [namespace],
+        }
     )
     created = catalog.create_view(f"{namespace}.v", schema, version)
     assert created.metadata.current_version_id == 1
