@@ -163,6 +163,7 @@ class Conformance:
         max_examples: int,
         modes: Iterable[GenerationMode] = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE),
         checks: list[CheckFunction] = CHECKS,
+        prepare: Callable[[Case[Any]], None] | None = None,
     ) -> OperationReport:
         operation = self.operation(method, path)
         report = OperationReport(label=f"{method.upper()} {path}")
@@ -179,6 +180,8 @@ class Conformance:
             )
             @hypothesis.given(case=self.strategy(operation, mode))
             def exercise(case: Case[Any]) -> None:
+                if prepare is not None:
+                    prepare(case)
                 response = case.call(base_url=self.base_url, session=self.session, timeout=30)
                 report.requests[case_mode(case)] += 1
                 report.statuses[response.status_code] += 1
