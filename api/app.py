@@ -10,10 +10,11 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
+from api.openapi import openapi_routes
 from api.routes import config, management, namespaces, tables, views
 from api.services import Services
 from api.settings import Settings
@@ -71,8 +72,8 @@ def _health(request: Request) -> Response:
     return json_response({"status": "ok"})
 
 
-def routes() -> list[Route]:
-    found = [
+def routes() -> list[BaseRoute]:
+    found: list[BaseRoute] = [
         Route("/health", _health, methods=["GET"]),
         Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
     ]
@@ -82,7 +83,7 @@ def routes() -> list[Route]:
             found.append(Route(base + path, endpoint(handler), methods=methods))
     for methods, path, handler in MANAGEMENT_ROUTES:
         found.append(Route("/management/v1" + path, endpoint(handler), methods=methods))
-    return found
+    return [*found, *openapi_routes()]
 
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:

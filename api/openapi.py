@@ -35,13 +35,19 @@ HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tra
 _COMPONENT_REF = "#/components/"
 
 
+# Served and advertised, but newer than the 1.10.2 spec this document is built from
+# (registerView arrived in the 1.11 spec). Integration tests cover it instead.
+NEWER_THAN_SPEC = frozenset({("post", "/v1/{prefix}/namespaces/{namespace}/register-view")})
+
+
 def advertised_operations(endpoints: Iterable[str] = ENDPOINTS) -> set[tuple[str, str]]:
-    """``"VERB /v1/{prefix}/path"`` entries as ``(method, path)`` pairs, method lower-case."""
+    """``"VERB /v1/{prefix}/path"`` entries as ``(method, path)`` pairs, method lower-case,
+    without the operations the 1.10.2 spec does not define (`NEWER_THAN_SPEC`)."""
     found: set[tuple[str, str]] = set()
     for entry in endpoints:
         verb, _, path = entry.partition(" ")
         found.add((verb.lower(), path.strip()))
-    return found
+    return found - NEWER_THAN_SPEC
 
 
 def document_operations(document: dict[str, Any]) -> set[tuple[str, str]]:

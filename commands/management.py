@@ -16,7 +16,7 @@ from domain.errors import (
     NoSuchWarehouseError,
     NotEmptyError,
 )
-from domain.identifiers import SERVER_ID, warehouse_claim_id
+from domain.identifiers import SERVER_ID, reject_control_characters, warehouse_claim_id
 from domain.project import Project
 from domain.server import Server
 from domain.warehouse import Warehouse
@@ -41,6 +41,7 @@ def validate_delete_profile(profile: object) -> dict[str, Any]:
 def validate_name(name: object, what: str) -> str:
     if not isinstance(name, str) or not name.strip():
         raise BadRequestError(f"{what} must be a non-empty string")
+    reject_control_characters(name, what)
     if "/" in name or len(name) > 128:
         raise BadRequestError(f"{what} must not contain '/' and be at most 128 characters")
     return name

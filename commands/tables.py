@@ -25,7 +25,6 @@ from domain.errors import (
     LocationTakenError,
     NoSuchTableError,
     NotFoundError,
-    UnsupportedOperationError,
 )
 from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import default_table_location, is_inside, normalize_location
@@ -566,7 +565,8 @@ class TableCommands(NamespaceCommands):
         overwrite: bool = False,
     ) -> TableState:
         if overwrite:
-            raise UnsupportedOperationError("registerTable with overwrite=true is not supported")
+            # 400, a status the spec documents for registerTable (406 is not among them).
+            raise BadRequestError("registerTable with overwrite=true is not supported")
         if not name.name:
             raise BadRequestError("Table name must not be empty")
         table_id = uuid4()

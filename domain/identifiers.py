@@ -10,10 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID, uuid5
 
+from domain.errors import BadRequestError
+
 NIL_UUID = UUID(int=0)
 # Fixed namespace for every derived id; changing it would orphan stored claims.
 ICELOG_NAMESPACE = UUID("6b0f3c1e-5d3a-4c8e-9a57-1c2f0e4b7d21")
 SEPARATOR = "\x1f"
+
+
+def reject_control_characters(value: str, what: str) -> str:
+    """Names and locations are stored as text: NUL cannot be stored by PostgreSQL at all,
+    and 0x1F is the namespace separator. Refuse both (400) on every backend alike."""
+    if "\x00" in value or SEPARATOR in value:
+        raise BadRequestError(f"{what} must not contain the characters 0x00 or 0x1F")
+    return value
 
 
 @dataclass(frozen=True, order=True)
@@ -21,6 +31,10 @@ class NamespaceName:
     """A namespace path: one or more levels, each a non-empty string."""
 
     levels: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for level in self.levels:
+            reject_control_characters(level, "A namespace level")
 
     @property
     def key(self) -> str:
@@ -50,6 +64,9 @@ class TabularName:
 
     namespace: NamespaceName
     name: str
+
+    def __post_init__(self) -> None:
+        reject_control_characters(self.name, "A table or view name")
 
     @property
     def dotted(self) -> str:

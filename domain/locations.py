@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from uuid import UUID
 
-from domain.identifiers import NamespaceName
+from domain.identifiers import NamespaceName, reject_control_characters
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
 
 def normalize_location(location: str) -> str:
     """One spelling per place: `file:/x` and `file:///x` are the same file, no trailing '/'."""
-    loc = location.strip()
+    loc = reject_control_characters(location, "A location").strip()
     if loc.startswith("file:") and not loc.startswith("file://"):
         loc = "file://" + loc[len("file:") :]
     elif loc.startswith("/"):
@@ -36,4 +36,3 @@ def default_table_location(base: str, namespace: NamespaceName, name: str, table
     """`<warehouse>/<ns levels>/<name>-<id>`: the id keeps re-created names from sharing files."""
     parts = [path_segment(level) for level in namespace.levels]
     return "/".join([normalize_location(base), *parts, f"{path_segment(name)}-{table_id.hex}"])
-

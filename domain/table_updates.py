@@ -85,6 +85,41 @@ def _require_obj(update: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+# Snapshot fields are stored verbatim, so their JSON types are checked (Java's parser
+# would reject the document otherwise, and every later load would fail).
+_SNAPSHOT_INT_FIELDS = (
+    "parent-snapshot-id",
+    "sequence-number",
+    "schema-id",
+    "first-row-id",
+    "added-rows",
+    "key-id",
+)
+
+
+def _check_snapshot_fields(snapshot: dict[str, Any]) -> None:
+    problem = None
+    for key in _SNAPSHOT_INT_FIELDS:
+        if snapshot.get(key) is not None and not _is_int(snapshot[key]):
+            problem = f"{key} must be an integer"
+    manifest_list = snapshot.get("manifest-list")
+    if manifest_list is not None and not isinstance(manifest_list, str):
+        problem = "manifest-list must be a string"
+    manifests = snapshot.get("manifests")
+    if manifests is not None and (
+        not isinstance(manifests, list) or not all(isinstance(m, str) for m in manifests)
+    ):
+        problem = "manifests must be an array of strings"
+    summary = snapshot.get("summary")
+    if summary is not None and (
+        not isinstance(summary, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in summary.items())
+    ):
+        problem = "summary must be an object of strings"
+    if problem is not None:
+        raise BadRequestError(f"Cannot parse add-snapshot update: {problem}")
+
+
 def _require_int(update: dict[str, Any], key: str) -> int:
     value = _require(update, key)
     if not _is_int(value):
@@ -295,6 +330,7 @@ class MetadataBuilder(MetadataState):
             raise BadRequestError(
                 "Cannot parse add-snapshot update: snapshot needs an integer timestamp-ms"
             )
+        _check_snapshot_fields(snapshot)
         if not self.schemas:
             raise ValidationError("Attempting to add a snapshot before a schema is added")
         if not self.specs:
