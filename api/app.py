@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
+from api.idempotency import idempotent
 from api.openapi import openapi_routes
 from api.routes import config, management, namespaces, tables, views
 from api.services import Services
@@ -80,7 +81,7 @@ def routes() -> list[BaseRoute]:
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
     for base in ("/catalog/v1", "/catalog/v1/{prefix}"):
         for methods, path, handler in CATALOG_ROUTES:
-            found.append(Route(base + path, endpoint(handler), methods=methods))
+            found.append(Route(base + path, idempotent(endpoint(handler)), methods=methods))
     for methods, path, handler in MANAGEMENT_ROUTES:
         found.append(Route("/management/v1" + path, endpoint(handler), methods=methods))
     return [*found, *openapi_routes()]

@@ -48,6 +48,7 @@ class Settings:
     pg_lock_timeout_seconds: int
     aggregate_cache_size: int
     metadata_cache_bytes: int
+    idempotency_lifetime_seconds: int
     log_level: str
 
     @property
@@ -94,6 +95,11 @@ class Settings:
             metadata_cache_bytes=_int(get("METADATA_CACHE_MB", "64"), PREFIX + "METADATA_CACHE_MB")
             * 1024
             * 1024,
+            idempotency_lifetime_seconds=_int(
+                get("IDEMPOTENCY_LIFETIME_SECONDS", "1800"),
+                PREFIX + "IDEMPOTENCY_LIFETIME_SECONDS",
+                1,
+            ),
             log_level=get("LOG_LEVEL", "info"),
         )
 

@@ -75,5 +75,6 @@ def get_config(request: Request, _body: Any) -> Response:
             "defaults": {},
             "overrides": {"prefix": warehouse_id, "namespace-separator": "%1F"},
             "endpoints": ENDPOINTS,
+            "idempotency-key-lifetime": f"PT{svc.settings.idempotency_lifetime_seconds}S",
         }
     )
