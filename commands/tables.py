@@ -40,6 +40,7 @@ from domain.table_metadata import (
     metadata_file_version,
     new_table_metadata,
 )
+from domain.view import View
 from domain.warehouse import Warehouse
 
 
@@ -471,14 +472,8 @@ class TableCommands(NamespaceCommands):
         def attempt() -> Table:
             self.get_warehouse(warehouse_id)
             table = self.get_table(warehouse_id, name)
-            name_claim = self._claim(warehouse_id, name)
-            ns = self.get_or_none(table.namespace_id, Namespace)
             table.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
-            if name_claim is not None:
-                name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            if ns is not None:
-                ns.remove_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(table, name_claim, ns)
+            self.release_tabular(ctx, warehouse_id, table, "table", name)
             return table
 
         dropped = self.retrying(attempt)
@@ -528,31 +523,60 @@ class TableCommands(NamespaceCommands):
                         f"Cannot rename {source.dotted} to {dest.dotted}. View already exists"
                     )
                 raise AlreadyExistsError(f"Table already exists: {dest.dotted}")
-            old_claim = self._claim(warehouse_id, source)
             new_claim = self._table_claim(target, warehouse_id, dest, table.id, ctx)
-            if old_claim is not None:
-                old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            source_ns_id = table.namespace_id
-            table.rename(
-                namespace_id=dest_ns.id,
-                namespace=dest.namespace.as_list(),
-                name=dest.name,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
-            if dest_ns.id == source_ns_id:
-                self.save_all(old_claim, new_claim, table)
-                return
-            # Moving between namespaces moves the child count too, in the same append.
-            source_ns = self.get_or_none(source_ns_id, Namespace)
-            if source_ns is not None:
-                source_ns.remove_child(
-                    "table", table.id, actor=ctx.actor, request_id=ctx.request_id
-                )
-            dest_ns.add_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(old_claim, new_claim, table, source_ns, dest_ns)
+            self.move_tabular(ctx, warehouse_id, table, "table", source, dest, dest_ns, new_claim)
 
         self.retrying(attempt)
+
+    def move_tabular(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        tabular: Table | View,
+        kind: str,
+        source: TabularName,
+        dest: TabularName,
+        dest_ns: Namespace,
+        new_claim: NameClaim,
+    ) -> None:
+        """The rename of a table or view (checked by the caller): release the old name, hold
+        the new one, rename, and move the child count between namespaces — one append."""
+        old_claim = self._claim(warehouse_id, source)
+        if old_claim is not None:
+            old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+        source_ns_id = tabular.namespace_id
+        tabular.rename(
+            namespace_id=dest_ns.id,
+            namespace=dest.namespace.as_list(),
+            name=dest.name,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+        if dest_ns.id == source_ns_id:
+            self.save_all(old_claim, new_claim, tabular)
+            return
+        source_ns = self.get_or_none(source_ns_id, Namespace)
+        if source_ns is not None:
+            source_ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
+        dest_ns.add_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
+        self.save_all(old_claim, new_claim, tabular, source_ns, dest_ns)
+
+    def release_tabular(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        tabular: Table | View,
+        kind: str,
+        name: TabularName,
+    ) -> None:
+        """After `tabular.drop(...)`: free the name and the namespace slot — one append."""
+        name_claim = self._claim(warehouse_id, name)
+        ns = self.get_or_none(tabular.namespace_id, Namespace)
+        if name_claim is not None:
+            name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+        if ns is not None:
+            ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
+        self.save_all(tabular, name_claim, ns)
 
     # -- register --------------------------------------------------------------------------
     def register_table(

@@ -15,7 +15,6 @@ from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
 from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import default_table_location, is_inside, normalize_location
 from domain.metadata_state import Metadata
-from domain.namespace import Namespace
 from domain.properties import reject_secret_properties
 from domain.table_metadata import metadata_file_version
 from domain.view import View
@@ -222,14 +221,8 @@ class ViewCommands(TableCommands):
         def attempt() -> None:
             self.get_warehouse(warehouse_id)
             view = self.get_view(warehouse_id, name)
-            name_claim = self._claim(warehouse_id, name)
-            ns = self.get_or_none(view.namespace_id, Namespace)
             view.drop(actor=ctx.actor, request_id=ctx.request_id)
-            if name_claim is not None:
-                name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            if ns is not None:
-                ns.remove_child("view", view.id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(view, name_claim, ns)
+            self.release_tabular(ctx, warehouse_id, view, "view", name)
 
         self.retrying(attempt)
 
@@ -249,25 +242,7 @@ class ViewCommands(TableCommands):
                 raise AlreadyExistsError(
                     f"Cannot rename {source.dotted} to {dest.dotted}. {kind} already exists"
                 )
-            old_claim = self._claim(warehouse_id, source)
             new_claim = self._view_claim(target, warehouse_id, dest, view.id, ctx)
-            if old_claim is not None:
-                old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            source_ns_id = view.namespace_id
-            view.rename(
-                namespace_id=dest_ns.id,
-                namespace=dest.namespace.as_list(),
-                name=dest.name,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
-            if dest_ns.id == source_ns_id:
-                self.save_all(old_claim, new_claim, view)
-                return
-            source_ns = self.get_or_none(source_ns_id, Namespace)
-            if source_ns is not None:
-                source_ns.remove_child("view", view.id, actor=ctx.actor, request_id=ctx.request_id)
-            dest_ns.add_child("view", view.id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(old_claim, new_claim, view, source_ns, dest_ns)
+            self.move_tabular(ctx, warehouse_id, view, "view", source, dest, dest_ns, new_claim)
 
         self.retrying(attempt)

@@ -53,13 +53,18 @@ def _refs_only(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def list_tables(request: Request, _body: Any) -> Response:
+    return list_tabulars(request, "table")
+
+
+def list_tabulars(request: Request, kind: str) -> Response:
+    """listTables / listViews: the names of one kind in a namespace, paged when asked."""
     svc = services(request)
     ns = namespace_param(request)
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
     if not svc.queries.namespace_exists(warehouse_id, ns):
         raise NoSuchNamespaceError(f"Namespace does not exist: {ns.dotted}")
     token, size = page_params(request)
-    names, next_token = svc.queries.list_tabulars(warehouse_id, ns, "table", token, size)
+    names, next_token = svc.queries.list_tabulars(warehouse_id, ns, kind, token, size)
     payload: dict[str, Any] = {
         "identifiers": [{"namespace": ns.as_list(), "name": n} for n in names]
     }

@@ -13,15 +13,14 @@ from api.http import (
     json_response,
     namespace_param,
     no_content,
-    page_params,
     path_param,
     raw_json_response,
     require_object,
 )
 from api.routes import prefix, services
-from api.routes.tables import identifier_from_json
+from api.routes.tables import identifier_from_json, list_tabulars
 from commands.catalog import TableState
-from domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchViewError
+from domain.errors import BadRequestError, NoSuchViewError
 from domain.identifiers import TabularName
 from domain.properties import require_string_map
 
@@ -35,19 +34,7 @@ def _result(state: TableState) -> dict[str, Any]:
 
 
 def list_views(request: Request, _body: Any) -> Response:
-    svc = services(request)
-    ns = namespace_param(request)
-    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
-    if not svc.queries.namespace_exists(warehouse_id, ns):
-        raise NoSuchNamespaceError(f"Namespace does not exist: {ns.dotted}")
-    token, size = page_params(request)
-    names, next_token = svc.queries.list_tabulars(warehouse_id, ns, "view", token, size)
-    payload: dict[str, Any] = {
-        "identifiers": [{"namespace": ns.as_list(), "name": n} for n in names]
-    }
-    if next_token is not None:
-        payload["next-page-token"] = next_token
-    return json_response(payload)
+    return list_tabulars(request, "view")
 
 
 def create_view(request: Request, body: Any) -> Response:
