@@ -238,3 +238,21 @@ def test_bad_view_requests_are_400(api: Api) -> None:
         ).status_code
         == 404
     )
+
+
+def test_etags_change_with_every_commit_and_answer_304(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    create_view(api, "v")
+    for path, update in (
+        ("/namespaces/db/tables/t", {"action": "set-properties", "updates": {"k": "1"}}),
+        ("/namespaces/db/views/v", {"action": "set-properties", "updates": {"k": "1"}}),
+    ):
+        first = api.get(path)
+        etag = first.headers["etag"]
+        assert api.get(path, headers={"If-None-Match": etag}).status_code == 304
+        assert api.post(path, {"requirements": [], "updates": [update]}).status_code == 200
+        after = api.get(path, headers={"If-None-Match": etag})
+        assert after.status_code == 200 and after.headers["etag"] != etag
+    refs = api.get("/namespaces/db/tables/t", params={"snapshots": "refs"}).headers["etag"]
+    assert refs != api.get("/namespaces/db/tables/t").headers["etag"], "differs per snapshot mode"
