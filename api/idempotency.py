@@ -10,6 +10,7 @@ recorded (the spec: they are not final).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,10 +25,11 @@ from api.http import context
 from api.routes import prefix, services
 from domain.errors import BadRequestError, CatalogError, UnprocessableEntityError
 
+log = logging.getLogger("icelog.idempotency")
 HEADER = "idempotency-key"
 # Outcomes that say nothing final about the request: not recorded, so a retry runs again.
 _NOT_FINAL = {401, 403, 408, 419, 429}
-_in_flight: dict[str, asyncio.Lock] = {}
+_in_flight: dict[str, tuple[asyncio.Lock, int]] = {}
 
 
 def applies(request: Request) -> bool:
@@ -64,9 +66,10 @@ async def run(request: Request, handler: Callable[[], Awaitable[Response]]) -> R
     svc = services(request)
     key = _key(request)
     lifetime_ms = svc.settings.idempotency_lifetime_seconds * 1000
-    lock = _in_flight.setdefault(key, asyncio.Lock())
-    async with lock:
-        try:
+    lock, users = _in_flight.get(key, (asyncio.Lock(), 0))
+    _in_flight[key] = (lock, users + 1)
+    try:
+        async with lock:
             record = await run_in_threadpool(svc.catalog.find_idempotency, key)
             fresh = record is not None and (
                 time.time() * 1000 - record.recorded_at_ms <= lifetime_ms
@@ -95,11 +98,19 @@ async def run(request: Request, handler: Callable[[], Awaitable[Response]]) -> R
                 # Rendered here (not by the app's handler) so a final 4xx is recorded too.
                 response = error_response(exc.status, exc.error_type, exc.message)
             if response.status_code < 500 and response.status_code not in _NOT_FINAL:
-                await run_in_threadpool(_record, request, key, response, lifetime_ms)
+                try:
+                    await run_in_threadpool(_record, request, key, response, lifetime_ms)
+                except Exception:
+                    # The outcome stands; only a retry with this key would run again.
+                    log.warning("could not record Idempotency-Key outcome", exc_info=True)
             return response
-        finally:
-            if not lock.locked() or len(_in_flight) > 10_000:
-                _in_flight.pop(key, None)
+    finally:
+        # Forget the lock once no request with this key is running or waiting.
+        lock, users = _in_flight[key]
+        if users <= 1:
+            del _in_flight[key]
+        else:
+            _in_flight[key] = (lock, users - 1)
 
 
 def _record(request: Request, key: str, response: Response, lifetime_ms: int) -> None:
