@@ -176,6 +176,19 @@ class TableCommands(NamespaceCommands):
         if other is not None:
             raise LocationTakenError(f"Location {location} overlaps with the location of {other}")
 
+    def _new_location(
+        self, warehouse: Warehouse, name: TabularName, requested: str | None, tabular_id: UUID
+    ) -> str:
+        """A new table's or view's location: the requested one if it is free and inside the
+        warehouse, else `<warehouse>/<namespace>/<name>-<id>`."""
+        if requested:
+            location = normalize_location(requested)
+            self._check_location(warehouse, location)
+            return location
+        return default_table_location(
+            warehouse.base_location, name.namespace, name.name, tabular_id
+        )
+
     def _write_first_file(
         self, file_io: FileIO, metadata: dict[str, Any], version: int = 0
     ) -> tuple[str, bytes]:
@@ -207,13 +220,7 @@ class TableCommands(NamespaceCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_claim(warehouse_id, name)
-            if location:
-                table_location = normalize_location(location)
-                self._check_location(warehouse, table_location)
-            else:
-                table_location = default_table_location(
-                    warehouse.base_location, name.namespace, name.name, table_id
-                )
+            table_location = self._new_location(warehouse, name, location, table_id)
             metadata = new_table_metadata(
                 table_uuid=str(table_id),
                 location=table_location,

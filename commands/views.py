@@ -13,7 +13,7 @@ from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
 from domain.identifiers import TabularName, tabular_claim_id
-from domain.locations import default_table_location, is_inside, normalize_location
+from domain.locations import is_inside, normalize_location
 from domain.metadata_state import Metadata
 from domain.properties import reject_secret_properties
 from domain.table_metadata import metadata_file_version
@@ -91,13 +91,7 @@ class ViewCommands(TableCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_view_claim(warehouse_id, name)
-            if location:
-                view_location = normalize_location(location)
-                self._check_location(warehouse, view_location)
-            else:
-                view_location = default_table_location(
-                    warehouse.base_location, name.namespace, name.name, view_id
-                )
+            view_location = self._new_location(warehouse, name, location, view_id)
             metadata = new_view_metadata(
                 view_uuid=str(view_id),
                 location=view_location,
