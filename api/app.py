@@ -66,6 +66,17 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["GET"], "/warehouse/{warehouse_id}", management.get_warehouse),
     (["DELETE"], "/warehouse/{warehouse_id}", management.delete_warehouse),
     (["POST"], "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
+    (["POST"], "/warehouse/{warehouse_id}/delete-profile", management.update_delete_profile),
+    (["GET"], "/warehouse/{warehouse_id}/protection", management.get_protection),
+    (["POST"], "/warehouse/{warehouse_id}/protection", management.set_protection),
+    *(
+        (methods, f"/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection", handler)
+        for kind in ("table", "view", "namespace")
+        for methods, handler in (
+            (["GET"], management.get_protection),
+            (["POST"], management.set_protection),
+        )
+    ),
 ]
 
 

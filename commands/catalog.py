@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from commands.idempotency import IdempotencyCommands
+from commands.protection import ProtectionCommands
 from commands.tables import TableState
 
 __all__ = ["Catalog", "TableState"]
 
 
-class Catalog(IdempotencyCommands):
+class Catalog(ProtectionCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
 
     # The library names an application after its class unless told otherwise, and

@@ -18,6 +18,7 @@ from domain.errors import (
 )
 from domain.identifiers import SERVER_ID, reject_control_characters, warehouse_claim_id
 from domain.project import Project
+from domain.protection import ensure_unprotected
 from domain.server import Server
 from domain.warehouse import Warehouse
 
@@ -212,6 +213,7 @@ class ManagementCommands(CatalogBase):
     def delete_warehouse(self, ctx: RequestContext, warehouse_id: UUID) -> None:
         def attempt() -> None:
             warehouse = self.get_warehouse(warehouse_id)
+            ensure_unprotected(warehouse.is_protected, f"Warehouse {warehouse.name}")
             if warehouse.namespace_count > 0:
                 raise NotEmptyError(
                     f"Warehouse {warehouse.name} is not empty: it has "

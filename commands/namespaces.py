@@ -18,6 +18,7 @@ from domain.errors import (
 from domain.identifiers import NamespaceName, namespace_id, properties_hint_key
 from domain.namespace import Namespace
 from domain.properties import reject_secret_properties
+from domain.protection import ensure_unprotected
 
 
 def not_empty_message(ns: Namespace, name: NamespaceName) -> str:
@@ -89,6 +90,7 @@ class NamespaceCommands(ManagementCommands):
         def attempt() -> None:
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name)
+            ensure_unprotected(ns.is_protected, f"Namespace {name.dotted}")
             if ns.child_total > 0:
                 raise NamespaceNotEmptyError(not_empty_message(ns, name))
             ns.drop(actor=ctx.actor, request_id=ctx.request_id)

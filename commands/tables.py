@@ -31,6 +31,7 @@ from domain.locations import default_table_location, is_inside, normalize_locati
 from domain.namespace import Namespace
 from domain.ports import FileIO, LocationIndex
 from domain.properties import reject_secret_properties
+from domain.protection import ensure_unprotected
 from domain.requirements import check_requirements
 from domain.table import Table
 from domain.table_metadata import (
@@ -479,6 +480,7 @@ class TableCommands(NamespaceCommands):
         def attempt() -> Table:
             self.get_warehouse(warehouse_id)
             table = self.get_table(warehouse_id, name)
+            ensure_unprotected(table.is_protected, f"Table {name.dotted}")
             table.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
             self.release_tabular(ctx, warehouse_id, table, "table", name)
             return table

@@ -16,6 +16,7 @@ from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import is_inside, normalize_location
 from domain.metadata_state import Metadata
 from domain.properties import reject_secret_properties
+from domain.protection import ensure_unprotected
 from domain.table_metadata import metadata_file_version
 from domain.view import View
 from domain.view_metadata import (
@@ -215,6 +216,7 @@ class ViewCommands(TableCommands):
         def attempt() -> None:
             self.get_warehouse(warehouse_id)
             view = self.get_view(warehouse_id, name)
+            ensure_unprotected(view.is_protected, f"View {name.dotted}")
             view.drop(actor=ctx.actor, request_id=ctx.request_id)
             self.release_tabular(ctx, warehouse_id, view, "view", name)
 

@@ -92,6 +92,15 @@ class Namespace(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
+    class ProtectionChanged(Event):
+        """Protection on or off: a protected namespace cannot be dropped."""
+
+        TOPIC = "icelog.namespace.protection-changed.v1"
+        protected: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.protected = self.protected
+
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
@@ -164,3 +173,13 @@ class Namespace(Aggregate):
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
+
+    @property
+    def is_protected(self) -> bool:
+        # Aggregates (and snapshots) from before protections existed have no attribute.
+        return bool(getattr(self, "protected", False))
+
+    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
+        )

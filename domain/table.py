@@ -103,6 +103,15 @@ class Table(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.purged = True
 
+    class ProtectionChanged(Event):
+        """Protection on or off: a protected table cannot be dropped."""
+
+        TOPIC = "icelog.table.protection-changed.v1"
+        protected: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.protected = self.protected
+
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
@@ -224,6 +233,16 @@ class Table(Aggregate):
             missing_files=missing_files,
             actor=actor,
             request_id=request_id,
+        )
+
+    @property
+    def is_protected(self) -> bool:
+        # Aggregates (and snapshots) from before protections existed have no attribute.
+        return bool(getattr(self, "protected", False))
+
+    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
         )
 
 

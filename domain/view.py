@@ -85,6 +85,15 @@ class View(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
+    class ProtectionChanged(Event):
+        """Protection on or off: a protected view cannot be dropped."""
+
+        TOPIC = "icelog.view.protection-changed.v1"
+        protected: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.protected = self.protected
+
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
@@ -139,6 +148,16 @@ class View(Aggregate):
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
+
+    @property
+    def is_protected(self) -> bool:
+        # Aggregates (and snapshots) from before protections existed have no attribute.
+        return bool(getattr(self, "protected", False))
+
+    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
+        )
 
 
 def _init(aggregate: Any, event: View.Created | View.Registered) -> None:

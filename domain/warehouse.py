@@ -64,6 +64,24 @@ class Warehouse(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.deleted = True
 
+    class DeleteProfileChanged(Event):
+        """The delete profile for drops from now on (a drop fixes its own expiry)."""
+
+        TOPIC = "icelog.warehouse.delete-profile-changed.v1"
+        delete_profile: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.delete_profile = self.delete_profile
+
+    class ProtectionChanged(Event):
+        """Protection on or off: a protected warehouse cannot be dropped."""
+
+        TOPIC = "icelog.warehouse.protection-changed.v1"
+        protected: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.protected = self.protected
+
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
@@ -116,3 +134,23 @@ class Warehouse(Aggregate):
 
     def delete(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Deleted, actor=actor, request_id=request_id)
+
+    @property
+    def is_protected(self) -> bool:
+        # Aggregates (and snapshots) from before protections existed have no attribute.
+        return bool(getattr(self, "protected", False))
+
+    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
+        )
+
+    def change_delete_profile(
+        self, delete_profile: dict[str, Any], *, actor: str, request_id: str
+    ) -> None:
+        self.trigger_event(
+            self.DeleteProfileChanged,
+            delete_profile=delete_profile,
+            actor=actor,
+            request_id=request_id,
+        )

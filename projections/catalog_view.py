@@ -101,6 +101,12 @@ class CatalogView:
             self._exec(
                 cur, "UPDATE {p}icelog_warehouses SET name = ? WHERE id = ?", (event.name, wid)
             )
+        elif isinstance(event, Warehouse.DeleteProfileChanged):
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_warehouses SET delete_profile = ? WHERE id = ?",
+                (orjson.dumps(event.delete_profile).decode(), wid),
+            )
         elif isinstance(event, Warehouse.Deleted):
             self._exec(cur, "DELETE FROM {p}icelog_warehouses WHERE id = ?", (wid,))
 

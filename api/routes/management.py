@@ -140,12 +140,15 @@ def list_warehouses(request: Request, _body: Any) -> Response:
     return json_response({"warehouses": [_public(w) for w in warehouses]})
 
 
-def _public(warehouse: dict[str, Any]) -> dict[str, Any]:
-    return {**warehouse, "protected": False}
+def _public(warehouse: dict[str, Any], protected: bool = False) -> dict[str, Any]:
+    return {**warehouse, "protected": protected}
 
 
 def get_warehouse(request: Request, _body: Any) -> Response:
-    return json_response(_public(_get_warehouse(request)))
+    warehouse = _get_warehouse(request)
+    catalog = services(request).catalog
+    protected, _ = catalog.protection(UUID(warehouse["id"]), "warehouse", UUID(warehouse["id"]))
+    return json_response(_public(warehouse, protected))
 
 
 def rename_warehouse(request: Request, body: Any) -> Response:
@@ -163,3 +166,40 @@ def delete_warehouse(request: Request, _body: Any) -> Response:
     warehouse = _get_warehouse(request)
     services(request).catalog.delete_warehouse(context(request), UUID(warehouse["id"]))
     return no_content()
+
+
+# -- delete profile and protection -------------------------------------------------------------
+def update_delete_profile(request: Request, body: Any) -> Response:
+    data = require_object(body, "UpdateWarehouseDeleteProfileRequest")
+    warehouse = _get_warehouse(request)
+    services(request).catalog.change_delete_profile(
+        context(request), UUID(warehouse["id"]), data.get("delete-profile")
+    )
+    return no_content()
+
+
+def _protection_target(request: Request) -> tuple[UUID, str, UUID]:
+    warehouse_id = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    for kind in ("table", "view", "namespace"):
+        raw = request.path_params.get(f"{kind}_id")
+        if raw is not None:
+            return warehouse_id, kind, _uuid(raw, f"{kind} id")
+    return warehouse_id, "warehouse", warehouse_id
+
+
+def get_protection(request: Request, _body: Any) -> Response:
+    warehouse_id, kind, entity_id = _protection_target(request)
+    protected, updated_at = services(request).catalog.protection(warehouse_id, kind, entity_id)
+    return json_response({"protected": protected, "updated-at": updated_at.isoformat()})
+
+
+def set_protection(request: Request, body: Any) -> Response:
+    data = require_object(body, "SetProtectionRequest")
+    protected = data.get("protected")
+    if not isinstance(protected, bool):
+        raise BadRequestError("protected must be true or false")
+    warehouse_id, kind, entity_id = _protection_target(request)
+    result, updated_at = services(request).catalog.set_protection(
+        context(request), warehouse_id, kind, entity_id, protected
+    )
+    return json_response({"protected": result, "updated-at": updated_at.isoformat()})

@@ -87,6 +87,25 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
             ),
         ),
         ("drop namespace", lambda: api.delete("/namespaces/db%1Fsub")),
+        (
+            "protect warehouse",
+            lambda: client.post(
+                f"{ROOT}/warehouse/{api.prefix}/protection", json={"protected": True}
+            ),
+        ),
+        (
+            "unprotect warehouse",
+            lambda: client.post(
+                f"{ROOT}/warehouse/{api.prefix}/protection", json={"protected": False}
+            ),
+        ),
+        (
+            "delete profile",
+            lambda: client.post(
+                f"{ROOT}/warehouse/{api.prefix}/delete-profile",
+                json={"delete-profile": {"type": "soft", "expiration-seconds": 5}},
+            ),
+        ),
         ("create project", lambda: client.post(f"{ROOT}/project", json={"project-name": "p2"})),
         (
             "create warehouse",
@@ -231,6 +250,10 @@ def test_rebuild_from_the_log_equals_the_live_read_model(api: Api) -> None:
         },
     )
     api.delete("/namespaces/db/views/gone")
+    api.client.post(
+        f"/management/v1/warehouse/{api.prefix}/delete-profile",
+        json={"delete-profile": {"type": "soft", "expiration-seconds": 60}},
+    )
     app = api.services.catalog
     applied = rebuild(app.recorder, app.mapper, "rebuilt_")
     assert applied > 20
