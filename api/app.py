@@ -67,6 +67,11 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["DELETE"], "/warehouse/{warehouse_id}", management.delete_warehouse),
     (["POST"], "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
     (["POST"], "/warehouse/{warehouse_id}/delete-profile", management.update_delete_profile),
+    (
+        ["DELETE"],
+        "/warehouse/{warehouse_id}/namespace/{namespace_id}",
+        management.drop_namespace_by_id,
+    ),
     (["GET"], "/warehouse/{warehouse_id}/protection", management.get_protection),
     (["POST"], "/warehouse/{warehouse_id}/protection", management.set_protection),
     *(

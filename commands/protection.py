@@ -10,6 +10,7 @@ from commands.idempotency import IdempotencyCommands
 from commands.management import validate_delete_profile
 from domain.context import RequestContext
 from domain.errors import NotFoundError
+from domain.identifiers import NamespaceName, TabularName
 from domain.namespace import Namespace
 from domain.table import Table
 from domain.view import View
@@ -66,3 +67,21 @@ class ProtectionCommands(IdempotencyCommands):
             return profile
 
         return self.retrying(attempt)
+
+    def tabular_protected(self, warehouse_id: UUID, name: TabularName, kind: str) -> bool:
+        found = (
+            self.find_table(warehouse_id, name)
+            if kind == "table"
+            else self.find_view(warehouse_id, name)
+        )
+        return found is not None and found.is_protected
+
+    def namespace_protected(self, warehouse_id: UUID, name: NamespaceName) -> bool:
+        found = self.find_namespace(warehouse_id, name)
+        return found is not None and found.is_protected
+
+    def namespace_name(self, warehouse_id: UUID, namespace_id: UUID) -> NamespaceName:
+        """The path of a live namespace of `warehouse_id`, by its id."""
+        ns = self._protectable(warehouse_id, "namespace", namespace_id)
+        assert isinstance(ns, Namespace)
+        return NamespaceName(tuple(ns.levels))

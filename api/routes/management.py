@@ -12,6 +12,7 @@ from starlette.responses import Response
 from api.http import context, json_response, no_content, require_object
 from api.routes import services
 from api.routes.config import project_id
+from api.routes.namespaces import drop_recursively
 from domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
 from domain.identifiers import NIL_UUID, SERVER_ID
 
@@ -203,3 +204,18 @@ def set_protection(request: Request, body: Any) -> Response:
         context(request), warehouse_id, kind, entity_id, protected
     )
     return json_response({"protected": result, "updated-at": updated_at.isoformat()})
+
+
+def drop_namespace_by_id(request: Request, _body: Any) -> Response:
+    """Cascade drop by id (`?recursive=true` drops everything inside first)."""
+    svc = services(request)
+    warehouse_id = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    ns_id = _uuid(request.path_params["namespace_id"], "namespace id")
+    name = svc.catalog.namespace_name(warehouse_id, ns_id)
+    recursive = (request.query_params.get("recursive") or "false").lower() == "true"
+    purge = (request.query_params.get("purge") or "false").lower() == "true"
+    if recursive:
+        drop_recursively(svc, context(request), warehouse_id, name, purge=purge)
+    else:
+        svc.catalog.drop_namespace(context(request), warehouse_id, name)
+    return no_content()

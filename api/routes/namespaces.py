@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -18,8 +19,12 @@ from api.http import (
     require_object,
 )
 from api.routes import prefix, services
+from api.services import Services
+from domain.context import RequestContext
 from domain.errors import BadRequestError, NoSuchNamespaceError
+from domain.identifiers import NamespaceName, TabularName
 from domain.properties import require_string_map
+from domain.protection import ProtectedError
 
 
 def list_namespaces(request: Request, _body: Any) -> Response:
@@ -60,10 +65,62 @@ def load_namespace(request: Request, _body: Any) -> Response:
 
 
 def drop_namespace(request: Request, _body: Any) -> Response:
+    """dropNamespace; with the extension `?recursive=true` (as Lakekeeper), everything inside
+    is dropped first, each child with its own events."""
     svc = services(request)
     name = namespace_param(request)
-    svc.catalog.drop_namespace(context(request), svc.warehouse_for_prefix(prefix(request)), name)
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
+    if _flag(request, "recursive"):
+        drop_recursively(svc, context(request), warehouse_id, name, purge=_flag(request, "purge"))
+    else:
+        svc.catalog.drop_namespace(context(request), warehouse_id, name)
     return no_content()
+
+
+def _flag(request: Request, key: str) -> bool:
+    raw = (request.query_params.get(key) or "false").lower()
+    if raw not in ("true", "false"):
+        raise BadRequestError(f"{key} must be true or false")
+    return raw == "true"
+
+
+def drop_recursively(
+    svc: Services, ctx: RequestContext, warehouse_id: UUID, name: NamespaceName, *, purge: bool
+) -> None:
+    """Cascade drop: refuse up front if anything inside is protected, then drop the tree
+    leaves first. Each drop is its own append, so the log shows every child's drop."""
+    tree = _subtree(svc, str(warehouse_id), name)
+    for ns in tree:
+        for kind in ("table", "view"):
+            for child in _tabulars(svc, str(warehouse_id), ns, kind):
+                if svc.catalog.tabular_protected(warehouse_id, TabularName(ns, child), kind):
+                    raise ProtectedError(f"{kind.capitalize()} {ns.dotted}.{child} is protected")
+        if svc.catalog.namespace_protected(warehouse_id, ns):
+            raise ProtectedError(f"Namespace {ns.dotted} is protected")
+    for ns in reversed(tree):  # children before parents
+        for child in _tabulars(svc, str(warehouse_id), ns, "table"):
+            svc.catalog.drop_table(ctx, warehouse_id, TabularName(ns, child), purge=purge)
+        for child in _tabulars(svc, str(warehouse_id), ns, "view"):
+            svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child))
+        svc.catalog.drop_namespace(ctx, warehouse_id, ns)
+
+
+def _subtree(svc: Services, warehouse_id: str, root: NamespaceName) -> list[NamespaceName]:
+    if not svc.queries.namespace_exists(warehouse_id, root):
+        raise NoSuchNamespaceError(f"Namespace does not exist: {root.dotted}")
+    found, pending = [root], [root]
+    while pending:
+        children, _ = svc.queries.list_namespaces(warehouse_id, pending.pop(), None, None)
+        for levels in children:
+            child = NamespaceName(tuple(levels))
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def _tabulars(svc: Services, warehouse_id: str, ns: NamespaceName, kind: str) -> list[str]:
+    names, _ = svc.queries.list_tabulars(warehouse_id, ns, kind, None, None)
+    return names
 
 
 def update_properties(request: Request, body: Any) -> Response:
