@@ -192,6 +192,79 @@ _PROJECT_ID = {"$ref": "#/components/parameters/project-id"}
 _WAREHOUSE_ID = {"$ref": "#/components/parameters/warehouse-id"}
 
 
+def _path_id(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "format": "uuid"},
+    }
+
+
+def _protection_ops(kind: str, params: list[dict[str, Any]]) -> dict[str, Any]:
+    """GET and POST of one entity kind's protection (Lakekeeper's shape)."""
+    title = kind.capitalize()
+    return {
+        "get": {
+            "operationId": f"get{title}Protection",
+            "tags": ["protection"],
+            "summary": f"Is the {kind} protected from being dropped?",
+            "parameters": params,
+            "responses": {
+                "200": _ok("The protection", "ProtectionResponse"),
+                **_errors(400, 404, 500),
+            },
+        },
+        "post": {
+            "operationId": f"set{title}Protection",
+            "tags": ["protection"],
+            "summary": f"Protect the {kind} from being dropped, or remove the protection",
+            "parameters": params,
+            "requestBody": _body("SetProtectionRequest"),
+            "responses": {
+                "200": _ok("The protection now", "ProtectionResponse"),
+                **_errors(400, 404, 500),
+            },
+        },
+    }
+
+
+def _lifecycle_paths() -> dict[str, Any]:
+    """Delete profile, protections and cascade drop (issue 4's management routes)."""
+    paths: dict[str, Any] = {
+        "/v1/warehouse/{warehouse_id}/delete-profile": {
+            "post": {
+                "operationId": "updateDeleteProfile",
+                "tags": ["warehouse"],
+                "summary": "Change the warehouse's delete profile (hard or soft)",
+                "parameters": [_WAREHOUSE_ID],
+                "requestBody": _body("UpdateDeleteProfileRequest"),
+                "responses": {**_NO_CONTENT, **_errors(400, 404, 500)},
+            }
+        },
+        "/v1/warehouse/{warehouse_id}/protection": _protection_ops("warehouse", [_WAREHOUSE_ID]),
+        "/v1/warehouse/{warehouse_id}/namespace/{namespace_id}": {
+            "delete": {
+                "operationId": "dropNamespaceById",
+                "tags": ["warehouse"],
+                "summary": "Drop a namespace by id; `recursive=true` drops everything inside",
+                "parameters": [
+                    _WAREHOUSE_ID,
+                    _path_id("namespace_id"),
+                    {"name": "recursive", "in": "query", "schema": {"type": "boolean"}},
+                    {"name": "purge", "in": "query", "schema": {"type": "boolean"}},
+                ],
+                "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+            }
+        },
+    }
+    for kind in ("table", "view", "namespace"):
+        paths[f"/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection"] = _protection_ops(
+            kind, [_WAREHOUSE_ID, _path_id(f"{kind}_id")]
+        )
+    return paths
+
+
 def _project_ops(by_path: bool) -> dict[str, dict[str, Any]]:
     suffix = "ById" if by_path else ""
     params = [_PROJECT_ID] if by_path else [_PROJECT_HEADER]
@@ -331,6 +404,7 @@ def management_document() -> dict[str, Any]:
             {"name": "server", "description": "Server information and bootstrap"},
             {"name": "project", "description": "Projects"},
             {"name": "warehouse", "description": "Warehouses"},
+            {"name": "protection", "description": "Protection from drops"},
         ],
         "paths": {
             "/v1/info": {
@@ -432,6 +506,7 @@ def management_document() -> dict[str, Any]:
                     "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
                 }
             },
+            **_lifecycle_paths(),
         },
         "components": {
             "parameters": {
@@ -456,6 +531,24 @@ def management_document() -> dict[str, Any]:
                 },
             },
             "schemas": {
+                "SetProtectionRequest": {
+                    "type": "object",
+                    "required": ["protected"],
+                    "properties": {"protected": {"type": "boolean"}},
+                },
+                "ProtectionResponse": {
+                    "type": "object",
+                    "required": ["protected", "updated-at"],
+                    "properties": {
+                        "protected": {"type": "boolean"},
+                        "updated-at": {"type": "string", "format": "date-time"},
+                    },
+                },
+                "UpdateDeleteProfileRequest": {
+                    "type": "object",
+                    "required": ["delete-profile"],
+                    "properties": {"delete-profile": delete_profile},
+                },
                 "ServerInfo": {
                     "type": "object",
                     "required": [

@@ -113,8 +113,8 @@ class CatalogBase(Application[UUID]):
             aggregate: Aggregate = self.repository.get(aggregate_id)
         except AggregateNotFoundError:
             return None
-        assert isinstance(aggregate, cls), f"{aggregate_id} is not a {cls.__name__}"
-        return aggregate
+        # Ids from requests may name an aggregate of another kind: that one is not found.
+        return aggregate if isinstance(aggregate, cls) else None
 
     # -- saving --------------------------------------------------------------------------
     def save_all(self, *aggregates: Aggregate | None, hints: dict[str, bytes] | None = None) -> int:
