@@ -7,10 +7,12 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.protection import Protectable
+
 CHILD_KINDS = ("namespace", "table", "view")
 
 
-class Namespace(Aggregate):
+class Namespace(Protectable, Aggregate):
     """A namespace. Its id is derived from (warehouse, path), so a dropped namespace that is
     created again continues the same stream (`Recreated`).
 
@@ -173,13 +175,3 @@ class Namespace(Aggregate):
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
-
-    @property
-    def is_protected(self) -> bool:
-        # Aggregates (and snapshots) from before protections existed have no attribute.
-        return bool(getattr(self, "protected", False))
-
-    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
-        )

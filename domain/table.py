@@ -15,8 +15,10 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.protection import Protectable
 
-class Table(Aggregate):
+
+class Table(Protectable, Aggregate):
     """An Iceberg table registered in a warehouse namespace."""
 
     TOPIC = "icelog.table"
@@ -233,16 +235,6 @@ class Table(Aggregate):
             missing_files=missing_files,
             actor=actor,
             request_id=request_id,
-        )
-
-    @property
-    def is_protected(self) -> bool:
-        # Aggregates (and snapshots) from before protections existed have no attribute.
-        return bool(getattr(self, "protected", False))
-
-    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
         )
 
 

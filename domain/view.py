@@ -12,8 +12,10 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.protection import Protectable
 
-class View(Aggregate):
+
+class View(Protectable, Aggregate):
     """An Iceberg view registered in a warehouse namespace."""
 
     TOPIC = "icelog.view"
@@ -148,16 +150,6 @@ class View(Aggregate):
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
-
-    @property
-    def is_protected(self) -> bool:
-        # Aggregates (and snapshots) from before protections existed have no attribute.
-        return bool(getattr(self, "protected", False))
-
-    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
-        )
 
 
 def _init(aggregate: Any, event: View.Created | View.Registered) -> None:

@@ -7,8 +7,10 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.protection import Protectable
 
-class Warehouse(Aggregate):
+
+class Warehouse(Protectable, Aggregate):
     """A warehouse. The storage profile holds no secrets (only a credential reference, later).
 
     `namespace_count` counts top-level namespaces, so deleting a warehouse conflicts with
@@ -134,16 +136,6 @@ class Warehouse(Aggregate):
 
     def delete(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Deleted, actor=actor, request_id=request_id)
-
-    @property
-    def is_protected(self) -> bool:
-        # Aggregates (and snapshots) from before protections existed have no attribute.
-        return bool(getattr(self, "protected", False))
-
-    def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
-        )
 
     def change_delete_profile(
         self, delete_profile: dict[str, Any], *, actor: str, request_id: str
