@@ -233,27 +233,45 @@ class TableCommands(NamespaceCommands):
             )
             if stage:
                 return TableState(table_id, None, metadata)
-            file_io = file_io_for(warehouse.storage_profile)
-            md_location, data = self._write_first_file(file_io, metadata)
-            name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
-            table = Table.create(
-                table_id=table_id,
-                warehouse_id=warehouse_id,
-                namespace_id=ns.id,
-                namespace=name.namespace.as_list(),
-                name=name.name,
-                location=table_location,
-                metadata_location=md_location,
-                metadata=metadata,
-                updates=[],
-                actor=ctx.actor,
-                request_id=ctx.request_id,
+            return self._append_new_table(
+                ctx, warehouse, ns, existing, name, table_id, metadata, updates=[]
             )
-            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
-            self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
-            return TableState(table_id, md_location, metadata)
 
         return self.retrying(attempt)
+
+    def _append_new_table(
+        self,
+        ctx: RequestContext,
+        warehouse: Warehouse,
+        ns: Namespace,
+        existing: NameClaim | None,
+        name: TabularName,
+        table_id: UUID,
+        metadata: dict[str, Any],
+        *,
+        updates: list[dict[str, Any]],
+    ) -> TableState:
+        """Write the first metadata file, then claim the name, create the table and count
+        it in its namespace — one append (the file is removed if the append loses a race)."""
+        file_io = file_io_for(warehouse.storage_profile)
+        md_location, data = self._write_first_file(file_io, metadata)
+        name_claim = self._table_claim(existing, warehouse.id, name, table_id, ctx)
+        table = Table.create(
+            table_id=table_id,
+            warehouse_id=warehouse.id,
+            namespace_id=ns.id,
+            namespace=name.namespace.as_list(),
+            name=name.name,
+            location=normalize_location(metadata["location"]),
+            metadata_location=md_location,
+            metadata=metadata,
+            updates=updates,
+            actor=ctx.actor,
+            request_id=ctx.request_id,
+        )
+        ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
+        self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
+        return TableState(table_id, md_location, metadata)
 
     def _save_or_forget(
         self,
@@ -295,25 +313,9 @@ class TableCommands(NamespaceCommands):
                 wanted = UUID(str(metadata.get("table-uuid")))
                 if self.get_or_none(wanted, Table) is None:
                     table_id = wanted
-            file_io = file_io_for(warehouse.storage_profile)
-            md_location, data = self._write_first_file(file_io, metadata)
-            name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
-            table = Table.create(
-                table_id=table_id,
-                warehouse_id=warehouse_id,
-                namespace_id=ns.id,
-                namespace=name.namespace.as_list(),
-                name=name.name,
-                location=normalize_location(metadata["location"]),
-                metadata_location=md_location,
-                metadata=metadata,
-                updates=updates,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
+            return self._append_new_table(
+                ctx, warehouse, ns, existing, name, table_id, metadata, updates=updates
             )
-            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
-            self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
-            return TableState(table_id, md_location, metadata)
 
         return self.retrying(attempt)
 
