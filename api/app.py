@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -16,7 +17,7 @@ from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
 from api.openapi import openapi_routes
-from api.routes import config, management, namespaces, tables, views
+from api.routes import config, lifecycle, management, namespaces, tables, views
 from api.services import Services
 from api.settings import Settings
 from domain.errors import CatalogError
@@ -72,6 +73,12 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
         "/warehouse/{warehouse_id}/namespace/{namespace_id}",
         management.drop_namespace_by_id,
     ),
+    (["GET"], "/warehouse/{warehouse_id}/deleted-tabulars", lifecycle.list_deleted_tabulars),
+    (["POST"], "/warehouse/{warehouse_id}/deleted-tabulars/undrop", lifecycle.undrop_tabulars),
+    # Lakekeeper's deprecated spelling, still sent by older clients.
+    (["POST"], "/warehouse/{warehouse_id}/deleted_tabulars/undrop", lifecycle.undrop_tabulars),
+    (["POST"], "/warehouse/{warehouse_id}/task/list", lifecycle.list_tasks),
+    (["GET"], "/warehouse/{warehouse_id}/task/by-id/{task_id}", lifecycle.get_task),
     (["GET"], "/warehouse/{warehouse_id}/protection", management.get_protection),
     (["POST"], "/warehouse/{warehouse_id}/protection", management.set_protection),
     *(
@@ -110,9 +117,12 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         svc.ensure_defaults()
         await svc.reader.open()
         app.state.services = svc
+        svc.tasks.start()
         try:
             yield
         finally:
+            # Let tasks in hand finish (a purge stops at its next lease check).
+            await asyncio.to_thread(svc.tasks.stop)
             await svc.reader.close()
             if services is None:
                 svc.close()

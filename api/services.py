@@ -9,6 +9,7 @@ from uuid import UUID
 
 from api.settings import Settings
 from commands.catalog import Catalog
+from commands.task_worker import TaskWorkers
 from domain.context import SYSTEM
 from domain.errors import BadRequestError, NoSuchWarehouseError
 from domain.identifiers import NIL_UUID
@@ -18,6 +19,7 @@ from projections.fast_reads import (
     TabularReader,
 )
 from projections.queries import CatalogQueries
+from projections.task_leases import TaskLeases
 
 DEFAULT_WAREHOUSE_NAME = "default"
 
@@ -28,6 +30,7 @@ class Services:
     catalog: Catalog
     queries: CatalogQueries
     reader: TabularReader
+    tasks: TaskWorkers
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -38,6 +41,18 @@ class Services:
         # The write side asks the read model whether a location is taken; commands/
         # cannot import projections/, so the query is handed in here.
         catalog.location_index = queries.overlapping_location
+        catalog.open_task_count = queries.open_task_count
+        catalog.task_max_attempts = settings.task_max_attempts
+        catalog.task_backoff_ms = int(settings.task_retry_backoff_seconds * 1000)
+        catalog.purge_delete_rate = settings.purge_delete_rate
+        tasks = TaskWorkers(
+            catalog,
+            TaskLeases(catalog.recorder.datastore),  # type: ignore[attr-defined]
+            threads=settings.task_workers,
+            poll_interval_s=settings.task_poll_interval_seconds,
+            lease_s=settings.task_lease_seconds,
+        )
+        catalog.on_task_scheduled = tasks.wake
         reader: TabularReader
         if settings.database_url is None:
             reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)
@@ -54,7 +69,7 @@ class Services:
                 max_size=settings.pg_read_connections,
                 cache_bytes=settings.metadata_cache_bytes,
             )
-        return cls(settings=settings, catalog=catalog, queries=queries, reader=reader)
+        return cls(settings=settings, catalog=catalog, queries=queries, reader=reader, tasks=tasks)
 
     def ensure_defaults(self) -> None:
         """Embedded default: bootstrapped server, default project (nil UUID), and a
@@ -100,4 +115,5 @@ class Services:
             raise NoSuchWarehouseError(f"Warehouse does not exist: {value}") from None
 
     def close(self) -> None:
+        self.tasks.stop()
         self.catalog.close()

@@ -34,6 +34,16 @@ def _int(value: str, name: str, minimum: int = 0) -> int:
     return number
 
 
+def _float(value: str, name: str, minimum: float = 0.0) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise SettingsError(f"{name} must be a number, got {value!r}") from None
+    if not number >= minimum:  # also refuses NaN
+        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    return number
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -50,6 +60,12 @@ class Settings:
     metadata_cache_bytes: int
     idempotency_lifetime_seconds: int
     log_level: str
+    task_workers: int = 1
+    task_poll_interval_seconds: float = 2.0
+    task_lease_seconds: float = 30.0
+    task_max_attempts: int = 5
+    task_retry_backoff_seconds: float = 5.0
+    purge_delete_rate: float = 0.0
 
     @property
     def backend(self) -> str:
@@ -101,6 +117,18 @@ class Settings:
                 1,
             ),
             log_level=get("LOG_LEVEL", "info"),
+            task_workers=_int(get("TASK_WORKERS", "1"), PREFIX + "TASK_WORKERS"),
+            task_poll_interval_seconds=_float(
+                get("TASK_POLL_INTERVAL_SECONDS", "2"), PREFIX + "TASK_POLL_INTERVAL_SECONDS", 0.05
+            ),
+            task_lease_seconds=_float(
+                get("TASK_LEASE_SECONDS", "30"), PREFIX + "TASK_LEASE_SECONDS", 1.0
+            ),
+            task_max_attempts=_int(get("TASK_MAX_ATTEMPTS", "5"), PREFIX + "TASK_MAX_ATTEMPTS", 1),
+            task_retry_backoff_seconds=_float(
+                get("TASK_RETRY_BACKOFF_SECONDS", "5"), PREFIX + "TASK_RETRY_BACKOFF_SECONDS"
+            ),
+            purge_delete_rate=_float(get("PURGE_DELETE_RATE", "0"), PREFIX + "PURGE_DELETE_RATE"),
         )
 
     def eventsourcing_env(self) -> dict[str, str]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from commands.protection import ProtectionCommands
+from commands.lifecycle import UndropTarget
 from commands.tables import TableState
+from commands.tasks import TaskCommands
 
-__all__ = ["Catalog", "TableState"]
+__all__ = ["Catalog", "TableState", "UndropTarget"]
 
 
-class Catalog(ProtectionCommands):
+class Catalog(TaskCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
 
     # The library names an application after its class unless told otherwise, and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -67,6 +68,10 @@ def _warehouse_claim(
 
 
 class ManagementCommands(CatalogBase):
+    # Open (pending or running) tasks of a warehouse, from the read model; handed in by
+    # the composition root because commands/ cannot import projections/.
+    open_task_count: Callable[[str], int] = staticmethod(lambda _warehouse_id: 0)
+
     """Bootstrap, projects and warehouses (Lakekeeper-shaped management API)."""
 
     # -- server ----------------------------------------------------------------------------
@@ -218,6 +223,12 @@ class ManagementCommands(CatalogBase):
                 raise NotEmptyError(
                     f"Warehouse {warehouse.name} is not empty: it has "
                     f"{warehouse.namespace_count} namespace(s)"
+                )
+            pending = self.open_task_count(str(warehouse_id))
+            if pending > 0:
+                raise NotEmptyError(
+                    f"Warehouse {warehouse.name} still has {pending} open task(s) (purges of "
+                    "dropped tables); delete it once they have run"
                 )
             project = self.get_or_none(warehouse.project_id, Project)
             name_claim = self.get_or_none(

@@ -23,7 +23,14 @@ from domain.protection import ensure_unprotected
 
 def not_empty_message(ns: Namespace, name: NamespaceName) -> str:
     parts = []
-    labels = {"table": "table(s)", "view": "view(s)", "namespace": "child namespace(s)"}
+    labels = {
+        "table": "table(s)",
+        "view": "view(s)",
+        "namespace": "child namespace(s)",
+        # Soft-dropped tabulars stay until they expire: undrop them, wait, or drop the
+        # namespace recursively through the management API.
+        "soft-deleted": "soft-deleted table(s) or view(s)",
+    }
     for kind, label in labels.items():
         if ns.children.get(kind, 0) > 0:
             parts.append(f"{ns.children[kind]} {label}")

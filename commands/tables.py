@@ -14,7 +14,6 @@ from commands.base import now_ms
 from commands.group_commit import ConcurrentChange
 from commands.namespaces import NamespaceCommands
 from commands.storage import file_io_for
-from commands.storage.purge import purge_files, reachable_files
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import (
@@ -24,14 +23,12 @@ from domain.errors import (
     CommitFailedError,
     LocationTakenError,
     NoSuchTableError,
-    NotFoundError,
 )
 from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import default_table_location, is_inside, normalize_location
 from domain.namespace import Namespace
 from domain.ports import FileIO, LocationIndex
 from domain.properties import reject_secret_properties
-from domain.protection import ensure_unprotected
 from domain.requirements import check_requirements
 from domain.table import Table
 from domain.table_metadata import (
@@ -475,47 +472,6 @@ class TableCommands(NamespaceCommands):
                 with contextlib.suppress(OSError):
                     file_io.delete(entry["metadata-file"])
 
-    # -- drop ------------------------------------------------------------------------------
-    def drop_table(
-        self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, purge: bool
-    ) -> None:
-        def attempt() -> Table:
-            self.get_warehouse(warehouse_id)
-            table = self.get_table(warehouse_id, name)
-            ensure_unprotected(table.is_protected, f"Table {name.dotted}")
-            table.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
-            self.release_tabular(ctx, warehouse_id, table, "table", name)
-            return table
-
-        dropped = self.retrying(attempt)
-        if purge:
-            self.purge_table(ctx, dropped.id)
-
-    def purge_table(self, ctx: RequestContext, table_id: UUID) -> None:
-        """Delete every file reachable from a dropped table's metadata, then record it."""
-
-        def attempt() -> None:
-            table = self.get_or_none(table_id, Table)
-            if table is None or not table.dropped or table.purged:
-                return
-            warehouse = self.get_warehouse(table.warehouse_id)
-            file_io = file_io_for(warehouse.storage_profile)
-            try:
-                metadata = self.load_metadata(table.metadata_location, file_io)
-            except NotFoundError:
-                metadata = {"metadata-log": []}
-            paths = reachable_files(metadata, table.metadata_location, file_io)
-            deleted, missing = purge_files(paths, file_io)
-            table.mark_purged(
-                deleted_files=deleted,
-                missing_files=missing,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
-            self.save_all(table)
-
-        self.retrying(attempt)
-
     # -- rename ----------------------------------------------------------------------------
     def rename_table(
         self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
@@ -571,23 +527,6 @@ class TableCommands(NamespaceCommands):
             source_ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
         dest_ns.add_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
         self.save_all(old_claim, new_claim, tabular, source_ns, dest_ns)
-
-    def release_tabular(
-        self,
-        ctx: RequestContext,
-        warehouse_id: UUID,
-        tabular: Table | View,
-        kind: str,
-        name: TabularName,
-    ) -> None:
-        """After `tabular.drop(...)`: free the name and the namespace slot — one append."""
-        name_claim = self._claim(warehouse_id, name)
-        ns = self.get_or_none(tabular.namespace_id, Namespace)
-        if name_claim is not None:
-            name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-        if ns is not None:
-            ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(tabular, name_claim, ns)
 
     # -- register --------------------------------------------------------------------------
     def register_table(

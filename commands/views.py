@@ -16,7 +16,6 @@ from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import is_inside, normalize_location
 from domain.metadata_state import Metadata
 from domain.properties import reject_secret_properties
-from domain.protection import ensure_unprotected
 from domain.table_metadata import metadata_file_version
 from domain.view import View
 from domain.view_metadata import (
@@ -211,17 +210,7 @@ class ViewCommands(TableCommands):
 
         return self.retrying(attempt)
 
-    # -- drop / rename ---------------------------------------------------------------------
-    def drop_view(self, ctx: RequestContext, warehouse_id: UUID, name: TabularName) -> None:
-        def attempt() -> None:
-            self.get_warehouse(warehouse_id)
-            view = self.get_view(warehouse_id, name)
-            ensure_unprotected(view.is_protected, f"View {name.dotted}")
-            view.drop(actor=ctx.actor, request_id=ctx.request_id)
-            self.release_tabular(ctx, warehouse_id, view, "view", name)
-
-        self.retrying(attempt)
-
+    # -- rename --------------------------------------------------------------------------
     def rename_view(
         self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
     ) -> None:

@@ -26,3 +26,19 @@ class LocationIndex(Protocol):
 
     def __call__(self, warehouse_id: str, location: str) -> str | None:
         """Return the dotted name of an overlapping tabular, or None."""
+
+
+class TaskLeaseStore(Protocol):
+    """Leases on due tasks, so that several worker processes share one queue."""
+
+    def claim(self, worker: str, *, now_ms: int, lease_ms: int, limit: int) -> list[str]:
+        """Lease up to `limit` due tasks nobody holds; their ids."""
+
+    def renew(self, task_id: str, worker: str, *, until_ms: int) -> bool:
+        """Extend a held lease; False when it was lost."""
+
+    def release(self, task_id: str, worker: str) -> None:
+        """Give a lease up."""
+
+    def next_due_ms(self) -> int | None:
+        """When the earliest open task falls due."""

@@ -15,10 +15,16 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.lifecycle import (
+    SoftDeletable,
+    apply_expired,
+    apply_soft_dropped,
+    apply_undropped,
+)
 from domain.protection import Protectable
 
 
-class Table(Protectable, Aggregate):
+class Table(Protectable, SoftDeletable, Aggregate):
     """An Iceberg table registered in a warehouse namespace."""
 
     TOPIC = "icelog.table"
@@ -95,6 +101,47 @@ class Table(Protectable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
+    class SoftDropped(Event):
+        """Dropped in a soft-delete warehouse: the name is free, the table and its files are
+        kept until `expires_at_ms` (delay fixed at drop time), when task
+        `expiration_task_id` makes the drop final; with `purge_requested` its files are
+        purged then."""
+
+        TOPIC = "icelog.table.soft-dropped.v1"
+        deleted_at_ms: int
+        expiration_seconds: int
+        expires_at_ms: int
+        expiration_task_id: UUID
+        purge_requested: bool
+
+        def apply(self, aggregate: Any) -> None:
+            apply_soft_dropped(aggregate, self)
+
+    class Undropped(Event):
+        """A soft-dropped table restored with its last metadata, under `name` (its old name
+        unless the undrop asked for another)."""
+
+        TOPIC = "icelog.table.undropped.v1"
+        from_namespace: list[str]
+        from_name: str
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            apply_undropped(aggregate, self)
+
+    class Expired(Event):
+        """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
+        namespace drop); `purge_task_id` is the purge that follows, if requested."""
+
+        TOPIC = "icelog.table.expired.v1"
+        reason: str
+        purge_task_id: UUID | None
+
+        def apply(self, aggregate: Any) -> None:
+            apply_expired(aggregate, self)
+
     class Purged(Event):
         """Files reachable from the table's metadata were deleted after a purge drop."""
 
@@ -124,6 +171,10 @@ class Table(Protectable, Aggregate):
         location: str
         metadata_location: str
         dropped: bool
+        soft_deleted: bool
+        deleted_at_ms: int
+        expires_at_ms: int
+        expiration_task_id: UUID | None
         purged: bool
 
     @classmethod

@@ -12,10 +12,16 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from domain.lifecycle import (
+    SoftDeletable,
+    apply_expired,
+    apply_soft_dropped,
+    apply_undropped,
+)
 from domain.protection import Protectable
 
 
-class View(Protectable, Aggregate):
+class View(Protectable, SoftDeletable, Aggregate):
     """An Iceberg view registered in a warehouse namespace."""
 
     TOPIC = "icelog.view"
@@ -87,6 +93,45 @@ class View(Protectable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
+    class SoftDropped(Event):
+        """Dropped in a soft-delete warehouse: the name is free, the view and its files are
+        kept until `expires_at_ms` (delay fixed at drop time), when task
+        `expiration_task_id` makes the drop final."""
+
+        TOPIC = "icelog.view.soft-dropped.v1"
+        deleted_at_ms: int
+        expiration_seconds: int
+        expires_at_ms: int
+        expiration_task_id: UUID
+
+        def apply(self, aggregate: Any) -> None:
+            apply_soft_dropped(aggregate, self)
+
+    class Undropped(Event):
+        """A soft-dropped view restored with its last metadata, under `name` (its old name
+        unless the undrop asked for another)."""
+
+        TOPIC = "icelog.view.undropped.v1"
+        from_namespace: list[str]
+        from_name: str
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+
+        def apply(self, aggregate: Any) -> None:
+            apply_undropped(aggregate, self)
+
+    class Expired(Event):
+        """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
+        namespace drop); `purge_task_id` is the purge that follows, if requested."""
+
+        TOPIC = "icelog.view.expired.v1"
+        reason: str
+        purge_task_id: UUID | None
+
+        def apply(self, aggregate: Any) -> None:
+            apply_expired(aggregate, self)
+
     class ProtectionChanged(Event):
         """Protection on or off: a protected view cannot be dropped."""
 
@@ -106,6 +151,10 @@ class View(Protectable, Aggregate):
         location: str
         metadata_location: str
         dropped: bool
+        soft_deleted: bool
+        deleted_at_ms: int
+        expires_at_ms: int
+        expiration_task_id: UUID | None
 
     @classmethod
     def create(cls, *, registered: bool = False, view_id: UUID, **fields: Any) -> View:

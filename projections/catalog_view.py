@@ -9,6 +9,7 @@ reads or re-folds; a rebuild has no hints and folds from the previous row.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -19,9 +20,11 @@ from domain.namespace import Namespace
 from domain.project import Project
 from domain.table import Table
 from domain.table_metadata import apply_updates
+from domain.task import Task
 from domain.view import View
 from domain.view_metadata import apply_view_updates
 from domain.warehouse import Warehouse
+from projections.schema import TABULAR_COLUMNS
 
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
 # execute() signatures differ, so the type stays open.
@@ -64,6 +67,8 @@ class CatalogView:
             self._warehouse(cur, event)
         elif isinstance(event, Project.Event):
             self._project(cur, event)
+        elif isinstance(event, Task.Event):
+            self._task(cur, event)
 
     # -- projects and warehouses -------------------------------------------------------------
     def _project(self, cur: Cursor, event: Project.Event) -> None:
@@ -211,6 +216,92 @@ class CatalogView:
             )
         elif isinstance(event, (Table.Dropped, View.Dropped)):
             self._exec(cur, "DELETE FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+        elif isinstance(event, (Table.SoftDropped, View.SoftDropped)):
+            purge = int(bool(getattr(event, "purge_requested", False)))
+            self._exec(
+                cur,
+                f"INSERT INTO {{p}}icelog_deleted_tabulars ({TABULAR_COLUMNS}, deleted_at, "
+                "expires_at, purge) SELECT id, warehouse_id, ns_key, name, kind, location, "
+                "metadata_location, metadata, ?, created_at, updated_at, ?, ?, ? "
+                "FROM {p}icelog_tabulars WHERE id = ?",
+                (event.originator_version, stamp, _iso(event.expires_at_ms), purge, tid),
+            )
+            self._exec(cur, "DELETE FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+        elif isinstance(event, (Table.Undropped, View.Undropped)):
+            # Same columns, with the (possibly new) name and the undrop's version.
+            restored = (
+                "id, warehouse_id, ?, ?, kind, location, metadata_location, metadata, ?, "
+                "created_at, ?"
+            )
+            self._exec(
+                cur,
+                f"INSERT INTO {{p}}icelog_tabulars ({TABULAR_COLUMNS}) SELECT {restored} "
+                "FROM {p}icelog_deleted_tabulars WHERE id = ?",
+                (
+                    NamespaceName(tuple(event.namespace)).key,
+                    event.name,
+                    event.originator_version,
+                    stamp,
+                    tid,
+                ),
+            )
+            self._exec(cur, "DELETE FROM {p}icelog_deleted_tabulars WHERE id = ?", (tid,))
+        elif isinstance(event, (Table.Expired, View.Expired)):
+            self._exec(cur, "DELETE FROM {p}icelog_deleted_tabulars WHERE id = ?", (tid,))
+
+    # -- tasks -----------------------------------------------------------------------------
+    def _task(self, cur: Cursor, event: Task.Event) -> None:
+        task_id = str(event.originator_id)
+        stamp = event.timestamp.isoformat()
+        if isinstance(event, Task.Scheduled):
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_tasks (id, queue, warehouse_id, entity_kind, entity_id, "
+                "status, attempt, max_attempts, due_at_ms, worker, last_error, payload, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, NULL, NULL, "
+                "?, ?, ?)",
+                (
+                    task_id,
+                    event.queue,
+                    str(event.warehouse_id),
+                    event.entity_kind,
+                    str(event.entity_id),
+                    event.max_attempts,
+                    event.due_at_ms,
+                    orjson.dumps(event.payload).decode(),
+                    stamp,
+                    stamp,
+                ),
+            )
+            return
+        if isinstance(event, Task.AttemptStarted):
+            sets, params = (
+                "status = 'running', attempt = ?, worker = ?",
+                [
+                    event.attempt,
+                    event.worker,
+                ],
+            )
+        elif isinstance(event, Task.AttemptAbandoned):
+            sets, params = "status = 'pending', worker = NULL", []
+        elif isinstance(event, Task.AttemptFailed):
+            sets = "status = ?, due_at_ms = ?, worker = NULL, last_error = ?"
+            params = ["failed" if event.final else "pending", event.retry_at_ms, event.error]
+        elif isinstance(event, Task.Succeeded):
+            sets, params = "status = 'succeeded', worker = NULL", []
+        elif isinstance(event, Task.Cancelled):
+            sets, params = "status = 'cancelled', worker = NULL", []
+        else:
+            return
+        self._exec(
+            cur,
+            f"UPDATE {{p}}icelog_tasks SET {sets}, updated_at = ? WHERE id = ?",
+            (*params, stamp, task_id),
+        )
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
 def _fold(event: Table.Committed | View.Replaced, previous: dict[str, Any]) -> dict[str, Any]:

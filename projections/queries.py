@@ -191,13 +191,114 @@ class CatalogQueries:
         return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
 
     def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
-        """A live tabular whose location equals, contains or is contained in `location`."""
-        r = self.row(
-            "SELECT ns_key, name FROM icelog_tabulars WHERE warehouse_id = ? AND ("
-            "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
-            "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
-            (warehouse_id, location, location, location, location),
+        """A tabular whose location equals, contains or is contained in `location`: live
+        ones, and soft-dropped ones too, whose files are still there to be undropped."""
+        for table, label in (("icelog_tabulars", ""), ("icelog_deleted_tabulars", " (dropped)")):
+            r = self.row(
+                f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND ("
+                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
+                "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
+                (warehouse_id, location, location, location, location),
+            )
+            if r is not None:
+                return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
+        return None
+
+    # -- soft-deleted tabulars -------------------------------------------------------------
+    def deleted_tabulars(
+        self, warehouse_id: str, ns: NamespaceName | None, token: str | None, size: int
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Soft-dropped tables and views, oldest drop first, paged by (deleted-at, id)."""
+        sql = (
+            "SELECT id, ns_key, name, kind, created_at, deleted_at, expires_at, purge "
+            "FROM icelog_deleted_tabulars WHERE warehouse_id = ?"
         )
-        if r is None:
-            return None
-        return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}"
+        params: tuple[Any, ...] = (warehouse_id,)
+        if ns is not None:
+            sql += " AND ns_key = ?"
+            params = (*params, ns.key)
+        if token:
+            deleted_at, _, after_id = decode_token(token).partition("|")
+            sql += " AND (deleted_at > ? OR (deleted_at = ? AND id > ?))"
+            params = (*params, deleted_at, deleted_at, after_id)
+        sql += " ORDER BY deleted_at, id LIMIT ?"
+        rows = self.rows(sql, (*params, size + 1))
+        next_token = None
+        if len(rows) > size:
+            rows = rows[:size]
+            next_token = encode_token(f"{rows[-1][5]}|{rows[-1][0]}")
+        items = [
+            {
+                "id": r[0],
+                "name": r[2],
+                "namespace": NamespaceName.from_key(r[1]).as_list(),
+                "typ": r[3],
+                "warehouse-id": warehouse_id,
+                "created-at": r[4],
+                "deleted-at": r[5],
+                "expiration-date": r[6],
+                "deletion-kind": "purge" if r[7] else "default",
+            }
+            for r in rows
+        ]
+        return items, next_token
+
+    def deleted_tabular_ids(self, warehouse_id: str, ns: NamespaceName) -> list[tuple[str, str]]:
+        """(id, kind) of every soft-dropped tabular in one namespace."""
+        rows = self.rows(
+            "SELECT id, kind FROM icelog_deleted_tabulars WHERE warehouse_id = ? AND ns_key = ? "
+            "ORDER BY id",
+            (warehouse_id, ns.key),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    # -- tasks -----------------------------------------------------------------------------
+    _TASK = (
+        "SELECT id, queue, warehouse_id, entity_kind, entity_id, status, attempt, "
+        "max_attempts, due_at_ms, worker, last_error, payload, created_at, updated_at "
+        "FROM icelog_tasks"
+    )
+
+    @staticmethod
+    def _task(r: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            "task-id": r[0],
+            "queue-name": r[1],
+            "warehouse-id": r[2],
+            "entity-kind": r[3],
+            "entity-id": r[4],
+            "status": r[5],
+            "attempt": r[6],
+            "max-attempts": r[7],
+            "due-at-ms": r[8],
+            "worker": r[9],
+            "last-error": r[10],
+            "payload": orjson.loads(r[11]),
+            "created-at": r[12],
+            "updated-at": r[13],
+        }
+
+    def tasks(
+        self, warehouse_id: str, *, entity_id: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        sql = self._TASK + " WHERE warehouse_id = ?"
+        params: tuple[Any, ...] = (warehouse_id,)
+        if entity_id is not None:
+            sql += " AND entity_id = ?"
+            params = (*params, entity_id)
+        if status is not None:
+            sql += " AND status = ?"
+            params = (*params, status)
+        return [self._task(r) for r in self.rows(sql + " ORDER BY created_at, id", params)]
+
+    def task(self, task_id: str) -> dict[str, Any] | None:
+        r = self.row(self._TASK + " WHERE id = ?", (task_id,))
+        return self._task(r) if r else None
+
+    def open_task_count(self, warehouse_id: str) -> int:
+        r = self.row(
+            "SELECT count(*) FROM icelog_tasks WHERE warehouse_id = ? "
+            "AND status IN ('pending', 'running')",
+            (warehouse_id,),
+        )
+        return int(r[0]) if r else 0

@@ -5,7 +5,20 @@ Both dialects get the same tables; ids are stored as text so queries are identic
 
 from __future__ import annotations
 
-READ_MODEL_TABLES = ("icelog_projects", "icelog_warehouses", "icelog_namespaces", "icelog_tabulars")
+READ_MODEL_TABLES = (
+    "icelog_projects",
+    "icelog_warehouses",
+    "icelog_namespaces",
+    "icelog_tabulars",
+    "icelog_deleted_tabulars",
+    "icelog_tasks",
+)
+
+# Columns shared by live and soft-deleted tabulars (a soft drop moves the row across).
+TABULAR_COLUMNS = (
+    "id, warehouse_id, ns_key, name, kind, location, metadata_location, metadata, version, "
+    "created_at, updated_at"
+)
 
 
 def create_statements(dialect: str, prefix: str = "") -> list[str]:
@@ -38,7 +51,42 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         f"ON {p}icelog_tabulars (warehouse_id, ns_key, name)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tabulars_by_location "
         f"ON {p}icelog_tabulars (warehouse_id, location)",
+        # Soft-dropped tables and views: out of the live table, so their names are free
+        # and no catalog read sees them, but kept whole until they expire.
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_deleted_tabulars ("
+        "id TEXT PRIMARY KEY, warehouse_id TEXT NOT NULL, ns_key TEXT NOT NULL, "
+        "name TEXT NOT NULL, kind TEXT NOT NULL, location TEXT NOT NULL, "
+        f"metadata_location TEXT NOT NULL, metadata {blob} NOT NULL, version {big} NOT NULL, "
+        "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT NOT NULL, "
+        f"expires_at TEXT NOT NULL, purge {big} NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_deleted_tabulars_by_namespace "
+        f"ON {p}icelog_deleted_tabulars (warehouse_id, ns_key, id)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_deleted_tabulars_by_location "
+        f"ON {p}icelog_deleted_tabulars (warehouse_id, location)",
+        # The task queue: a projection of the Task aggregates' events.
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_tasks ("
+        "id TEXT PRIMARY KEY, queue TEXT NOT NULL, warehouse_id TEXT NOT NULL, "
+        "entity_kind TEXT NOT NULL, entity_id TEXT NOT NULL, status TEXT NOT NULL, "
+        f"attempt {big} NOT NULL, max_attempts {big} NOT NULL, due_at_ms {big} NOT NULL, "
+        "worker TEXT, last_error TEXT, payload TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_due ON {p}icelog_tasks (status, due_at_ms)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_by_warehouse "
+        f"ON {p}icelog_tasks (warehouse_id, status)",
+        *_lease_table(dialect, p),
         *_postgres_tuning(dialect, p),
+    ]
+
+
+def _lease_table(dialect: str, p: str) -> list[str]:
+    """Which worker holds which task until when. Coordination state, not a projection:
+    a rebuild leaves it alone (an attempt whose lease is lost is simply taken over)."""
+    if p:
+        return []
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    return [
+        "CREATE TABLE IF NOT EXISTS icelog_task_leases ("
+        f"task_id TEXT PRIMARY KEY, worker TEXT NOT NULL, lease_until_ms {big} NOT NULL)"
     ]
 
 

@@ -88,7 +88,11 @@ def drop_recursively(
     svc: Services, ctx: RequestContext, warehouse_id: UUID, name: NamespaceName, *, purge: bool
 ) -> None:
     """Cascade drop: refuse up front if anything inside is protected, then drop the tree
-    leaves first. Each drop is its own append, so the log shows every child's drop."""
+    leaves first. Each drop is its own append, so the log shows every child's drop.
+
+    The namespace goes away, so nothing inside can wait for undrop: drops are final even
+    in a soft-delete warehouse, and soft-deleted tabulars inside expire now (their files
+    purged when this drop or their own drop asked for it)."""
     tree = _subtree(svc, str(warehouse_id), name)
     for ns in tree:
         for kind in ("table", "view"):
@@ -99,9 +103,13 @@ def drop_recursively(
             raise ProtectedError(f"Namespace {ns.dotted} is protected")
     for ns in reversed(tree):  # children before parents
         for child in _tabulars(svc, str(warehouse_id), ns, "table"):
-            svc.catalog.drop_table(ctx, warehouse_id, TabularName(ns, child), purge=purge)
+            svc.catalog.drop_table(
+                ctx, warehouse_id, TabularName(ns, child), purge=purge, final=True
+            )
         for child in _tabulars(svc, str(warehouse_id), ns, "view"):
-            svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child))
+            svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child), final=True)
+        for tabular_id, _kind in svc.queries.deleted_tabular_ids(str(warehouse_id), ns):
+            svc.catalog.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
         svc.catalog.drop_namespace(ctx, warehouse_id, ns)
 
 

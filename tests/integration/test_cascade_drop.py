@@ -60,6 +60,7 @@ def test_management_cascade_drop_by_id_with_purge(api: Api) -> None:
     )
     assert response.status_code == 204, response.text
     assert api.get("/namespaces/db").status_code == 404
+    assert api.run_tasks() >= 1
     assert not Path(location[len("file://") :]).exists(), "purged"
     missing = api.client.delete(f"{ROOT}/warehouse/{api.prefix}/namespace/{ns_id}")
     assert missing.status_code == 404

@@ -240,6 +240,8 @@ def test_rename_drop_and_purge(api: Api) -> None:
     assert (
         api.delete("/namespaces/db/tables/b", params={"purgeRequested": "True"}).status_code == 204
     )
+    assert path.exists(), "the purge runs as a task, after the request"
+    assert api.run_tasks() == 1
     assert not path.exists()
     moved = api.get("/namespaces/other/tables/moved").json()["metadata-location"]
     assert api.delete("/namespaces/other/tables/moved").status_code == 204

@@ -1,0 +1,197 @@
+"""Running one task: expiration of a soft-dropped tabular, or purge of a table's files.
+
+A worker that holds a task's lease starts an attempt (an event; the Task's version
+check makes the start exclusive), does the work, and records the outcome (another
+event, in the same append as the work's own events). Work is written to be safely
+repeatable: an attempt that dies half-way is simply run again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from commands.base import now_ms
+from commands.group_commit import ConcurrentChange
+from commands.lifecycle import LifecycleCommands
+from commands.storage import file_io_for
+from commands.storage.purge import reachable_files
+from domain.context import RequestContext
+from domain.errors import NotFoundError
+from domain.table import Table
+from domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, RUNNING, Task, TaskStateError
+from domain.view import View
+from domain.warehouse import Warehouse
+
+# Called now and then during long work; returns False when the lease was lost.
+Heartbeat = Callable[[], bool]
+
+
+class LeaseLost(Exception):
+    """Another worker has taken the task over: stop without recording anything."""
+
+
+class TaskCommands(LifecycleCommands):
+    # Set by the composition root from settings.
+    task_backoff_ms: int = 5_000
+    purge_delete_rate: float = 0.0  # files per second; 0 = as fast as storage allows
+
+    @staticmethod
+    def _ctx(task: Task) -> RequestContext:
+        return RequestContext(actor="system:task-worker", request_id=f"task:{task.id}")
+
+    # -- attempts --------------------------------------------------------------------------
+    def start_task(self, task_id: UUID, worker: str) -> Task | None:
+        """Record that `worker` starts the task's next attempt; None when the task is not
+        (or no longer) open, or another worker started it first."""
+        task = self.get_or_none(task_id, Task)
+        if task is None or not task.is_open:
+            return None
+        ctx = self._ctx(task)
+        try:
+            task.start_attempt(
+                worker=worker, now_ms=now_ms(), actor=ctx.actor, request_id=ctx.request_id
+            )
+            self.save_all(task)
+        except (TaskStateError, ConcurrentChange):
+            return None
+        return task
+
+    def run_task(self, task_id: UUID, worker: str, heartbeat: Heartbeat) -> str | None:
+        """Run a started attempt to its outcome; returns the outcome's status."""
+        task = self.get_or_none(task_id, Task)
+        if task is None or task.status != RUNNING or task.worker != worker:
+            return None
+        try:
+            if task.queue == EXPIRATION_QUEUE:
+                self._run_expiration(task_id, worker)
+            elif task.queue == PURGE_QUEUE:
+                self._run_purge(task_id, worker, heartbeat)
+            else:  # pragma: no cover - Task.schedule refuses unknown queues
+                raise ValueError(f"unknown queue {task.queue}")
+        except LeaseLost:
+            return None
+        except Exception as exc:
+            return self._record_failure(task_id, worker, exc)
+        return "succeeded"
+
+    def _current(self, task_id: UUID, worker: str) -> Task:
+        """The task, reloaded: still running on this worker, or LeaseLost."""
+        task = self.get_or_none(task_id, Task)
+        if task is None or task.status != RUNNING or task.worker != worker:
+            raise LeaseLost
+        return task
+
+    def _record_failure(self, task_id: UUID, worker: str, exc: Exception) -> str | None:
+        # Messages come from our own code and storage adapters, which never put
+        # credentials into exceptions.
+        error = f"{type(exc).__name__}: {exc}"
+
+        def attempt() -> str:
+            task = self._current(task_id, worker)
+            ctx = self._ctx(task)
+            task.fail(
+                worker=worker,
+                error=error,
+                now_ms=now_ms(),
+                backoff_ms=self.task_backoff_ms,
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            self.save_all(task)
+            return task.status
+
+        try:
+            return self.retrying(attempt)
+        except LeaseLost:
+            return None
+
+    # -- expiration ------------------------------------------------------------------------
+    def _run_expiration(self, task_id: UUID, worker: str) -> None:
+        def attempt() -> int | None:
+            task = self._current(task_id, worker)
+            ctx = self._ctx(task)
+            cls: type[Table] | type[View] = Table if task.entity_kind == "table" else View
+            tabular = self.get_or_none(task.entity_id, cls)
+            if (
+                tabular is None
+                or not tabular.is_soft_deleted
+                or tabular.pending_expiration != task.id
+            ):
+                # Undropped (which cancels this task) or removed otherwise meanwhile.
+                task.succeed(
+                    worker=worker,
+                    result={"expired": False},
+                    actor=ctx.actor,
+                    request_id=ctx.request_id,
+                )
+                self.save_all(task)
+                return None
+            task.succeed(
+                worker=worker,
+                result={"expired": True},
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            return self._expire(ctx, tabular, task, reason="expired", purge=False)
+
+        self._scheduled(self.retrying(attempt))
+
+    # -- purge -----------------------------------------------------------------------------
+    def _run_purge(self, task_id: UUID, worker: str, heartbeat: Heartbeat) -> None:
+        task = self._current(task_id, worker)
+        warehouse = self.get_or_none(task.warehouse_id, Warehouse)
+        if warehouse is None or warehouse.deleted:
+            raise NotFoundError(f"Warehouse {task.warehouse_id} no longer exists")
+        file_io = file_io_for(warehouse.storage_profile)
+        location = str(task.payload["metadata-location"])
+        try:
+            metadata: dict[str, Any] = self.load_metadata(location, file_io)
+        except NotFoundError:
+            # Deleted last by an earlier attempt (or by the client): nothing left to find.
+            metadata = {"metadata-log": []}
+        paths = reachable_files(metadata, location, file_io)
+        deleted, missing = self._delete(paths, file_io, heartbeat)
+
+        def record() -> None:
+            current = self._current(task_id, worker)
+            ctx = self._ctx(current)
+            table = self.get_or_none(current.entity_id, Table)
+            if table is not None and not table.purged:
+                table.mark_purged(
+                    deleted_files=deleted,
+                    missing_files=missing,
+                    actor=ctx.actor,
+                    request_id=ctx.request_id,
+                )
+            current.succeed(
+                worker=worker,
+                result={"deleted-files": deleted, "missing-files": missing},
+                actor=ctx.actor,
+                request_id=ctx.request_id,
+            )
+            self.save_all(table, current)
+
+        self.retrying(record)
+
+    def _delete(self, paths: list[str], file_io: Any, heartbeat: Heartbeat) -> tuple[int, int]:
+        """Delete in the order given (leaves first, metadata last), at most
+        `purge_delete_rate` files per second, checking the lease every second."""
+        deleted = missing = 0
+        started = last_beat = time.monotonic()
+        for n, path in enumerate(paths):
+            if self.purge_delete_rate > 0:
+                wait = started + n / self.purge_delete_rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+            if time.monotonic() - last_beat >= 1.0:
+                if not heartbeat():
+                    raise LeaseLost
+                last_beat = time.monotonic()
+            if file_io.delete(path):
+                deleted += 1
+            else:
+                missing += 1
+        return deleted, missing

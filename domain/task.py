@@ -1,0 +1,248 @@
+"""Background tasks (expiration of soft-dropped tabulars, purge of their files).
+
+A task is an aggregate, so its whole life is in the log: when it was scheduled and
+why, every attempt (who ran it, how it ended), and its final outcome. The queue that
+workers poll is a projection of these events; claiming a task is appending the next
+attempt, which the event store's version check makes exclusive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate
+
+from domain.errors import ConflictError
+from domain.identifiers import ICELOG_NAMESPACE
+
+EXPIRATION_QUEUE = "tabular-expiration"
+PURGE_QUEUE = "tabular-purge"
+QUEUES = (EXPIRATION_QUEUE, PURGE_QUEUE)
+
+PENDING = "pending"
+RUNNING = "running"
+SUCCEEDED = "succeeded"
+FAILED = "failed"
+CANCELLED = "cancelled"
+OPEN_STATES = (PENDING, RUNNING)
+
+
+def task_id(queue: str, entity_id: UUID, entity_version: int) -> UUID:
+    """A task's id, derived from what caused it (the entity's event at `entity_version`),
+    so a retried command schedules the same task instead of a second one."""
+    return uuid5(ICELOG_NAMESPACE, f"task:{queue}:{entity_id}:{entity_version}")
+
+
+class TaskStateError(ConflictError):
+    error_type = "TaskStateException"
+
+
+class Task(Aggregate):
+    TOPIC = "icelog.task"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.task.event.v1"
+        actor: str
+        request_id: str
+
+    class Scheduled(Event, Aggregate.Created):
+        """`queue` work on `entity_kind` `entity_id` in `warehouse_id`, due at `due_at_ms`.
+        `payload` holds what the work needs that the entity may no longer say (never
+        secrets)."""
+
+        TOPIC = "icelog.task.scheduled.v1"
+        queue: str
+        warehouse_id: UUID
+        entity_kind: str
+        entity_id: UUID
+        due_at_ms: int
+        max_attempts: int
+        payload: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.queue = self.queue
+            aggregate.warehouse_id = self.warehouse_id
+            aggregate.entity_kind = self.entity_kind
+            aggregate.entity_id = self.entity_id
+            aggregate.due_at_ms = self.due_at_ms
+            aggregate.max_attempts = self.max_attempts
+            aggregate.payload = dict(self.payload)
+            aggregate.status = PENDING
+            aggregate.attempt = 0
+            aggregate.worker = None
+
+    class AttemptStarted(Event):
+        """`worker` took the task for attempt number `attempt`."""
+
+        TOPIC = "icelog.task.attempt-started.v1"
+        attempt: int
+        worker: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = RUNNING
+            aggregate.attempt = self.attempt
+            aggregate.worker = self.worker
+
+    class AttemptAbandoned(Event):
+        """The attempt's worker stopped without an outcome (its lease ran out: it was
+        killed, or lost its database); the task is due again at once."""
+
+        TOPIC = "icelog.task.attempt-abandoned.v1"
+        attempt: int
+        worker: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = PENDING
+            aggregate.worker = None
+
+    class AttemptFailed(Event):
+        """The attempt failed with `error`; retried at `retry_at_ms`, or, when `final`
+        (no attempts left), the task has failed for good."""
+
+        TOPIC = "icelog.task.attempt-failed.v1"
+        attempt: int
+        worker: str
+        error: str
+        retry_at_ms: int
+        final: bool
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = FAILED if self.final else PENDING
+            aggregate.due_at_ms = self.retry_at_ms
+            aggregate.worker = None
+
+    class Succeeded(Event):
+        TOPIC = "icelog.task.succeeded.v1"
+        attempt: int
+        worker: str
+        result: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = SUCCEEDED
+            aggregate.worker = None
+
+    class Cancelled(Event):
+        """No longer needed (`reason`, e.g. the tabular was undropped)."""
+
+        TOPIC = "icelog.task.cancelled.v1"
+        reason: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = CANCELLED
+            aggregate.worker = None
+
+    if TYPE_CHECKING:
+        queue: str
+        warehouse_id: UUID
+        entity_kind: str
+        entity_id: UUID
+        due_at_ms: int
+        max_attempts: int
+        payload: dict[str, Any]
+        status: str
+        attempt: int
+        worker: str | None
+
+    @classmethod
+    def schedule(
+        cls,
+        *,
+        queue: str,
+        warehouse_id: UUID,
+        entity_kind: str,
+        entity_id: UUID,
+        entity_version: int,
+        due_at_ms: int,
+        max_attempts: int,
+        payload: dict[str, Any],
+        actor: str,
+        request_id: str,
+    ) -> Task:
+        if queue not in QUEUES:
+            raise ValueError(f"unknown task queue {queue!r}")
+        return cls._create(
+            cls.Scheduled,
+            id=task_id(queue, entity_id, entity_version),
+            queue=queue,
+            warehouse_id=warehouse_id,
+            entity_kind=entity_kind,
+            entity_id=entity_id,
+            due_at_ms=due_at_ms,
+            max_attempts=max(1, max_attempts),
+            payload=payload,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATES
+
+    def start_attempt(self, *, worker: str, now_ms: int, actor: str, request_id: str) -> None:
+        """Take the task. A running attempt is taken over only by the caller that found its
+        lease expired (the claim); it is recorded as abandoned first."""
+        if not self.is_open:
+            raise TaskStateError(f"Task {self.id} is {self.status}")
+        if self.status == PENDING and self.due_at_ms > now_ms:
+            raise TaskStateError(f"Task {self.id} is not due yet")
+        if self.status == RUNNING:
+            self.trigger_event(
+                self.AttemptAbandoned,
+                attempt=self.attempt,
+                worker=self.worker or "",
+                actor=actor,
+                request_id=request_id,
+            )
+        self.trigger_event(
+            self.AttemptStarted,
+            attempt=self.attempt + 1,
+            worker=worker,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def _ensure_running(self, worker: str) -> None:
+        if self.status != RUNNING or self.worker != worker:
+            raise TaskStateError(f"Task {self.id} is not running on worker {worker}")
+
+    def succeed(self, *, worker: str, result: dict[str, Any], actor: str, request_id: str) -> None:
+        self._ensure_running(worker)
+        self.trigger_event(
+            self.Succeeded,
+            attempt=self.attempt,
+            worker=worker,
+            result=result,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def fail(
+        self,
+        *,
+        worker: str,
+        error: str,
+        now_ms: int,
+        backoff_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        """Record a failed attempt: retried after `backoff_ms` doubled per attempt made,
+        or final once `max_attempts` are used."""
+        self._ensure_running(worker)
+        final = self.attempt >= self.max_attempts
+        delay = backoff_ms * (2 ** (self.attempt - 1))
+        self.trigger_event(
+            self.AttemptFailed,
+            attempt=self.attempt,
+            worker=worker,
+            error=error[:2000],
+            retry_at_ms=self.due_at_ms if final else now_ms + delay,
+            final=final,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def cancel(self, *, reason: str, actor: str, request_id: str) -> None:
+        if self.is_open:
+            self.trigger_event(self.Cancelled, reason=reason, actor=actor, request_id=request_id)
