@@ -106,6 +106,15 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
                 json={"delete-profile": {"type": "soft", "expiration-seconds": 5}},
             ),
         ),
+        ("create soft-dropped", lambda: create_table_response(api, "db", "soft")),
+        ("soft drop", lambda: api.delete("/namespaces/db/tables/soft")),
+        (
+            "undrop",
+            lambda: client.post(
+                f"{ROOT}/warehouse/{api.prefix}/deleted-tabulars/undrop",
+                json={"targets": [{"type": "table", "id": _deleted_id(api)}]},
+            ),
+        ),
         ("create project", lambda: client.post(f"{ROOT}/project", json={"project-name": "p2"})),
         (
             "create warehouse",
@@ -150,6 +159,15 @@ def _dropped_view_location(api: Api) -> str:
     location = str(response.json()["metadata-location"])
     assert api.delete("/namespaces/db/views/to_drop").status_code == 204
     return location
+
+
+def create_table_response(api: Api, ns: str, name: str) -> Any:
+    return api.post(f"/namespaces/{ns}/tables", {"name": name, "schema": SCHEMA})
+
+
+def _deleted_id(api: Api) -> str:
+    listed = api.client.get(f"{ROOT}/warehouse/{api.prefix}/deleted-tabulars").json()
+    return str(listed["tabulars"][0]["id"])
 
 
 def _wh(api: Api, name: str) -> str:
@@ -252,8 +270,21 @@ def test_rebuild_from_the_log_equals_the_live_read_model(api: Api) -> None:
     api.delete("/namespaces/db/views/gone")
     api.client.post(
         f"/management/v1/warehouse/{api.prefix}/delete-profile",
-        json={"delete-profile": {"type": "soft", "expiration-seconds": 60}},
+        json={"delete-profile": {"type": "soft", "expiration-seconds": 0}},
     )
+    # Soft delete, undrop under a new name, expiry with purge, a cancelled expiration.
+    create_table(api, "db", "s1")
+    create_table(api, "db", "s2")
+    s1 = api.get("/namespaces/db/tables/s1").json()["metadata"]["table-uuid"]
+    api.delete("/namespaces/db/tables/s1")
+    api.delete("/namespaces/db/tables/s2", params={"purgeRequested": "true"})
+    create_table(api, "db", "s1")
+    undone = api.client.post(
+        f"/management/v1/warehouse/{api.prefix}/deleted-tabulars/undrop",
+        json={"targets": [{"type": "table", "id": s1, "new-name": "s1_back"}]},
+    )
+    assert undone.status_code == 204
+    assert api.run_tasks() == 2, "s2 expires, then its purge"
     app = api.services.catalog
     applied = rebuild(app.recorder, app.mapper, "rebuilt_")
     assert applied > 20
