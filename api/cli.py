@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 
 import uvicorn
 
@@ -49,6 +51,26 @@ def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _tasks_run(args: argparse.Namespace, settings: Settings) -> int:
+    """A worker process without the HTTP server: claims and runs due tasks."""
+    services = Services.build(settings)
+    tasks = services.tasks
+    if args.once:
+        done = tasks.run_until_idle()
+        print(f"ran {done} task(s)", flush=True)
+        services.close()
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    tasks.threads = max(1, settings.task_workers)
+    tasks.start()
+    print(f"icelog task workers: {tasks.threads} ({settings.backend})", flush=True)
+    stop.wait()
+    services.close()  # finishes the tasks in hand
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -59,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.set_defaults(run=_serve)
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
     migrate.set_defaults(run=_migrate)
+    tasks = sub.add_parser("tasks", help="background tasks (expiration, purge)")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    run = tasks_sub.add_parser(
+        "run", help="run task workers without the HTTP server (ICELOG_TASK_WORKERS threads)"
+    )
+    run.add_argument("--once", action="store_true", help="run the due tasks, then exit")
+    run.set_defaults(run=_tasks_run)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

@@ -117,7 +117,7 @@ def test_name_is_free_after_a_soft_drop_and_undrop_can_rename(api: Api) -> None:
     taken = undrop(api, {"type": "table", "id": old_id})
     assert taken.status_code == 409
     assert error_of(taken)["type"] == "AlreadyExistsException"
-    assert "new-name" in error_of(taken)["message"]
+    assert "new-name" in str(error_of(taken)["message"])
     assert deleted(api)["tabulars"][0]["id"] == old_id, "a refused undrop changes nothing"
     assert undrop(api, {"type": "table", "id": old_id, "new-name": "t_old"}).status_code == 204
     assert api.get("/namespaces/db/tables/t_old").json()["metadata"]["table-uuid"] == old_id
@@ -138,7 +138,12 @@ def test_undrop_is_all_or_nothing_and_checks_its_input(api: Api) -> None:
     assert missing.status_code == 404
     assert api.position() == position, "nothing undropped when one target fails"
     assert undrop(api, {"type": "view", "id": a}).status_code == 404, "wrong type"
-    for bad in ({}, {"targets": []}, {"targets": [{"type": "index", "id": a}]}):
+    bad_bodies: list[dict[str, Any]] = [
+        {},
+        {"targets": []},
+        {"targets": [{"type": "index", "id": a}]},
+    ]
+    for bad in bad_bodies:
         response = api.client.post(
             f"{ROOT}/warehouse/{api.prefix}/deleted-tabulars/undrop", json=bad
         )
@@ -182,7 +187,7 @@ def test_namespace_with_only_soft_deleted_children_cannot_be_dropped(api: Api) -
     refused = api.delete("/namespaces/db")
     assert refused.status_code == 409
     assert error_of(refused)["type"] == "NamespaceNotEmptyException"
-    assert "soft-deleted" in error_of(refused)["message"]
+    assert "soft-deleted" in str(error_of(refused)["message"])
     # A recursive drop removes it for good, soft-deleted children included.
     assert api.delete("/namespaces/db", params={"recursive": "true"}).status_code == 204
     assert deleted(api)["tabulars"] == []
@@ -195,9 +200,7 @@ def test_expiration_removes_entry_and_purges_files(api: Api) -> None:
     created = create_table(api, "db", "t")
     table_id = created["metadata"]["table-uuid"]
     metadata_file = local(created["metadata-location"])
-    assert (
-        api.delete("/namespaces/db/tables/t", params={"purgeRequested": "true"}).status_code == 204
-    )
+    assert drop_purge(api, "db", "t").status_code == 204
     assert deleted(api)["tabulars"][0]["deletion-kind"] == "purge"
     assert api.run_tasks() == 0, "not expired yet"
     # The delay was fixed at drop time: a later profile change does not move it.
@@ -222,13 +225,11 @@ def test_hard_drop_purges_in_a_task_and_blocks_warehouse_delete_until_done(api: 
     api.post("/namespaces", {"namespace": ["db"]})
     created = create_table(api, "db", "t")
     metadata_file = local(created["metadata-location"])
-    assert (
-        api.delete("/namespaces/db/tables/t", params={"purgeRequested": "true"}).status_code == 204
-    )
+    assert drop_purge(api, "db", "t").status_code == 204
     assert deleted(api)["tabulars"] == [], "hard drops are not listed as deleted"
     assert api.delete("/namespaces/db").status_code == 204
     refused = api.client.delete(f"{ROOT}/warehouse/{api.prefix}")
-    assert refused.status_code == 409 and "open task" in error_of(refused)["message"]
+    assert refused.status_code == 409 and "open task" in str(error_of(refused)["message"])
     assert api.run_tasks() == 1
     assert not metadata_file.exists()
     [purge] = tasks(api)
@@ -247,9 +248,7 @@ def test_failed_attempts_are_retried_then_given_up_each_an_event(api: Api) -> No
     metadata_file = local(created["metadata-location"])
     metadata_file.write_bytes(b"not json")  # the purge cannot read what to delete
     catalog.metadata_cache = type(catalog.metadata_cache)()
-    assert (
-        api.delete("/namespaces/db/tables/t", params={"purgeRequested": "true"}).status_code == 204
-    )
+    assert drop_purge(api, "db", "t").status_code == 204
     position = api.position()
     assert api.run_tasks() == 2
     topics = topics_since(api, position)
@@ -266,9 +265,7 @@ def test_an_expired_lease_is_taken_over_and_the_abandoned_attempt_recorded(api: 
     leases = workers.leases
     api.post("/namespaces", {"namespace": ["db"]})
     create_table(api, "db", "t")
-    assert (
-        api.delete("/namespaces/db/tables/t", params={"purgeRequested": "true"}).status_code == 204
-    )
+    assert drop_purge(api, "db", "t").status_code == 204
     now = int(time.time() * 1000)
     [task_id] = leases.claim("w1", now_ms=now, lease_ms=60_000, limit=10)
     assert leases.claim("w2", now_ms=now, lease_ms=60_000, limit=10) == [], "held by w1"
@@ -310,4 +307,4 @@ def test_undrop_refuses_when_a_client_deleted_the_files(api: Api) -> None:
     local(created["metadata-location"]).unlink()  # what Spark's DROP TABLE ... PURGE does
     refused = undrop(api, {"type": "table", "id": created["metadata"]["table-uuid"]})
     assert refused.status_code == 409
-    assert "metadata file" in error_of(refused)["message"]
+    assert "metadata file" in str(error_of(refused)["message"])

@@ -13,7 +13,8 @@ from tests.support.server import CatalogServer
 def rest_catalog(server: CatalogServer, name: str = "icelog", **props: str) -> Any:
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog(name, type="rest", uri=server.uri, warehouse=server.warehouse, **props)
+    settings = {"warehouse": server.warehouse, **props}
+    return load_catalog(name, type="rest", uri=server.uri, **settings)
 
 
 def local_path(location: str) -> Path:
