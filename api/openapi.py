@@ -262,7 +262,198 @@ def _lifecycle_paths() -> dict[str, Any]:
         paths[f"/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection"] = _protection_ops(
             kind, [_WAREHOUSE_ID, _path_id(f"{kind}_id")]
         )
-    return paths
+    return {**paths, **_soft_delete_paths()}
+
+
+def _soft_delete_paths() -> dict[str, Any]:
+    """Soft-deleted tabulars, undrop and the task queue."""
+    undrop = {
+        "operationId": "undropTabulars",
+        "tags": ["soft-delete"],
+        "summary": "Restore soft-deleted tables and views (all or none)",
+        "parameters": [_WAREHOUSE_ID],
+        "requestBody": _body("UndropTabularsRequest"),
+        "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
+    }
+    return {
+        "/v1/warehouse/{warehouse_id}/deleted-tabulars": {
+            "get": {
+                "operationId": "listDeletedTabulars",
+                "tags": ["soft-delete"],
+                "summary": "Soft-deleted tables and views, oldest drop first",
+                "parameters": [
+                    _WAREHOUSE_ID,
+                    {
+                        "name": "namespaceId",
+                        "in": "query",
+                        "schema": {"type": "string", "format": "uuid"},
+                    },
+                    {"name": "pageToken", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "pageSize",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1},
+                    },
+                ],
+                "responses": {
+                    "200": _ok("A page of soft-deleted tabulars", "ListDeletedTabularsResponse"),
+                    **_errors(400, 404, 500),
+                },
+            }
+        },
+        "/v1/warehouse/{warehouse_id}/deleted-tabulars/undrop": {"post": undrop},
+        "/v1/warehouse/{warehouse_id}/deleted_tabulars/undrop": {
+            "post": {
+                **undrop,
+                "operationId": "undropTabularsDeprecated",
+                "deprecated": True,
+                "summary": "Deprecated spelling of deleted-tabulars/undrop (Lakekeeper)",
+            }
+        },
+        "/v1/warehouse/{warehouse_id}/task/list": {
+            "post": {
+                "operationId": "listTasks",
+                "tags": ["tasks"],
+                "summary": "Tasks of the warehouse (expirations and purges), with their state",
+                "parameters": [_WAREHOUSE_ID],
+                "requestBody": {
+                    "required": False,
+                    "content": _json({"$ref": "#/components/schemas/ListTasksRequest"}),
+                },
+                "responses": {
+                    "200": _ok("The tasks", "ListTasksResponse"),
+                    **_errors(400, 404, 500),
+                },
+            }
+        },
+        "/v1/warehouse/{warehouse_id}/task/by-id/{task_id}": {
+            "get": {
+                "operationId": "getTask",
+                "tags": ["tasks"],
+                "summary": "One task",
+                "parameters": [_WAREHOUSE_ID, _path_id("task_id")],
+                "responses": {"200": _ok("The task", "Task"), **_errors(400, 404, 500)},
+            }
+        },
+    }
+
+
+def _soft_delete_schemas() -> dict[str, Any]:
+    uuid = {"type": "string", "format": "uuid"}
+    stamp = {"type": "string", "format": "date-time"}
+    return {
+        "DeletedTabular": {
+            "type": "object",
+            "required": [
+                "id",
+                "name",
+                "namespace",
+                "typ",
+                "warehouse-id",
+                "created-at",
+                "deleted-at",
+                "expiration-date",
+                "deletion-kind",
+            ],
+            "properties": {
+                "id": uuid,
+                "name": {"type": "string"},
+                "namespace": {"type": "array", "items": {"type": "string"}},
+                "typ": {"type": "string", "enum": ["table", "view"]},
+                "warehouse-id": uuid,
+                "created-at": stamp,
+                "deleted-at": stamp,
+                "expiration-date": stamp,
+                "deletion-kind": {"type": "string", "enum": ["default", "purge"]},
+            },
+        },
+        "ListDeletedTabularsResponse": {
+            "type": "object",
+            "required": ["tabulars", "next-page-token"],
+            "properties": {
+                "tabulars": {
+                    "type": "array",
+                    "items": {"$ref": "#/components/schemas/DeletedTabular"},
+                },
+                "next-page-token": {"type": ["string", "null"]},
+            },
+        },
+        "UndropTarget": {
+            "type": "object",
+            "required": ["type", "id"],
+            "properties": {
+                "type": {"type": "string", "enum": ["table", "view"]},
+                "id": uuid,
+                "new-name": {
+                    "type": "string",
+                    "description": "Restore under this name (same namespace) instead",
+                },
+            },
+        },
+        "UndropTabularsRequest": {
+            "type": "object",
+            "required": ["targets"],
+            "properties": {
+                "targets": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"$ref": "#/components/schemas/UndropTarget"},
+                }
+            },
+        },
+        "ListTasksRequest": {
+            "type": "object",
+            "properties": {
+                "entity-id": uuid,
+                "status": {
+                    "type": "string",
+                    "enum": ["pending", "running", "succeeded", "failed", "cancelled"],
+                },
+            },
+        },
+        "Task": {
+            "type": "object",
+            "required": [
+                "task-id",
+                "queue-name",
+                "warehouse-id",
+                "entity-kind",
+                "entity-id",
+                "status",
+                "attempt",
+                "max-attempts",
+                "due-at-ms",
+                "created-at",
+                "updated-at",
+            ],
+            "properties": {
+                "task-id": uuid,
+                "queue-name": {"type": "string", "enum": ["tabular-expiration", "tabular-purge"]},
+                "warehouse-id": uuid,
+                "entity-kind": {"type": "string", "enum": ["table", "view"]},
+                "entity-id": uuid,
+                "status": {
+                    "type": "string",
+                    "enum": ["pending", "running", "succeeded", "failed", "cancelled"],
+                },
+                "attempt": {"type": "integer"},
+                "max-attempts": {"type": "integer"},
+                "due-at-ms": {"type": "integer"},
+                "worker": {"type": ["string", "null"]},
+                "last-error": {"type": ["string", "null"]},
+                "payload": {"type": "object"},
+                "created-at": stamp,
+                "updated-at": stamp,
+            },
+        },
+        "ListTasksResponse": {
+            "type": "object",
+            "required": ["tasks"],
+            "properties": {
+                "tasks": {"type": "array", "items": {"$ref": "#/components/schemas/Task"}}
+            },
+        },
+    }
 
 
 def _project_ops(by_path: bool) -> dict[str, dict[str, Any]]:
@@ -405,6 +596,8 @@ def management_document() -> dict[str, Any]:
             {"name": "project", "description": "Projects"},
             {"name": "warehouse", "description": "Warehouses"},
             {"name": "protection", "description": "Protection from drops"},
+            {"name": "soft-delete", "description": "Soft-deleted tables and views, undrop"},
+            {"name": "tasks", "description": "Background tasks: expiration and purge"},
         ],
         "paths": {
             "/v1/info": {
@@ -531,6 +724,7 @@ def management_document() -> dict[str, Any]:
                 },
             },
             "schemas": {
+                **_soft_delete_schemas(),
                 "SetProtectionRequest": {
                     "type": "object",
                     "required": ["protected"],
