@@ -185,7 +185,10 @@ class LifecycleCommands(ProtectionCommands):
         purges them when asked to, or when their own drop asked to)."""
 
         def attempt() -> int | None:
-            tabular = self._deleted_tabular(warehouse_id, tabular_id)
+            try:
+                tabular = self._deleted_tabular(warehouse_id, tabular_id)
+            except NotFoundError:
+                return None  # expired or undropped meanwhile: nothing left to do here
             task = self._get_task(tabular.pending_expiration)
             return self._expire(ctx, tabular, task, reason="dropped", purge=purge)
 

@@ -33,6 +33,21 @@ class LeaseLost(Exception):
     """Another worker has taken the task over: stop without recording anything."""
 
 
+class _Beat:
+    """Renews the lease at most once a second; raises LeaseLost once it is gone."""
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self._heartbeat = heartbeat
+        self._last = time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self._last < 1.0:
+            return
+        if not self._heartbeat():
+            raise LeaseLost
+        self._last = time.monotonic()
+
+
 class TaskCommands(LifecycleCommands):
     # Set by the composition root from settings.
     task_backoff_ms: int = 5_000
@@ -152,8 +167,9 @@ class TaskCommands(LifecycleCommands):
         except NotFoundError:
             # Deleted last by an earlier attempt (or by the client): nothing left to find.
             metadata = {"metadata-log": []}
-        paths = reachable_files(metadata, location, file_io)
-        deleted, missing = self._delete(paths, file_io, heartbeat)
+        beat = _Beat(heartbeat)
+        paths = reachable_files(metadata, location, file_io, beat)
+        deleted, missing = self._delete(paths, file_io, beat)
 
         def record() -> None:
             current = self._current(task_id, worker)
@@ -176,20 +192,17 @@ class TaskCommands(LifecycleCommands):
 
         self.retrying(record)
 
-    def _delete(self, paths: list[str], file_io: Any, heartbeat: Heartbeat) -> tuple[int, int]:
+    def _delete(self, paths: list[str], file_io: Any, beat: _Beat) -> tuple[int, int]:
         """Delete in the order given (leaves first, metadata last), at most
-        `purge_delete_rate` files per second, checking the lease every second."""
+        `purge_delete_rate` files per second, keeping the lease alive."""
         deleted = missing = 0
-        started = last_beat = time.monotonic()
+        started = time.monotonic()
         for n, path in enumerate(paths):
             if self.purge_delete_rate > 0:
                 wait = started + n / self.purge_delete_rate - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-            if time.monotonic() - last_beat >= 1.0:
-                if not heartbeat():
-                    raise LeaseLost
-                last_beat = time.monotonic()
+            beat()
             if file_io.delete(path):
                 deleted += 1
             else:

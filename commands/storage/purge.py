@@ -8,7 +8,7 @@ table may live below the same prefix (RCK dropAfterRenameDoesntCorruptTable).
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import fastavro
@@ -24,12 +24,19 @@ def _avro_records(file_io: FileIO, location: str) -> Iterator[dict[str, Any]]:
     yield from fastavro.reader(io.BytesIO(data))  # type: ignore[misc]
 
 
-def reachable_files(metadata: dict[str, Any], metadata_location: str, file_io: FileIO) -> list[str]:
+def reachable_files(
+    metadata: dict[str, Any],
+    metadata_location: str,
+    file_io: FileIO,
+    progress: Callable[[], None] | None = None,
+) -> list[str]:
     """All files the table's metadata references, leaves first, metadata files last.
 
     Deleting in this order keeps an interrupted purge restartable: the metadata that
-    leads to the remaining files is deleted only after them.
+    leads to the remaining files is deleted only after them. `progress` is called after
+    each manifest list or manifest read (a big table has thousands).
     """
+    tick = progress or (lambda: None)
     data_files: set[str] = set()
     manifests: set[str] = set()
     manifest_lists: set[str] = set()
@@ -41,6 +48,7 @@ def reachable_files(metadata: dict[str, Any], metadata_location: str, file_io: F
                 path = entry.get("manifest_path")
                 if isinstance(path, str):
                     manifests.add(path)
+            tick()
         for path in snapshot.get("manifests", []) or []:
             manifests.add(path)
     for manifest in sorted(manifests):
@@ -49,6 +57,7 @@ def reachable_files(metadata: dict[str, Any], metadata_location: str, file_io: F
             path = data_file.get("file_path")
             if isinstance(path, str):
                 data_files.add(path)
+        tick()
     statistics = {
         s["statistics-path"]
         for key in ("statistics", "partition-statistics")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,19 @@ FAST_TASKS = {
     "ICELOG_TASK_WORKERS": "0",  # the server runs no tasks: the worker processes do
     "ICELOG_TASK_LEASE_SECONDS": "2",
     "ICELOG_TASK_POLL_INTERVAL_SECONDS": "0.2",
+    # Few connections per process: PostgreSQL's 100 are shared by the whole test session.
+    "ICELOG_PG_POOL_SIZE": "2",
+    "ICELOG_PG_MAX_OVERFLOW": "4",
+    "ICELOG_PG_READ_CONNECTIONS": "1",
 }
+
+
+@pytest.fixture
+def server(store: str, catalog_server_factory: ServerFactory) -> Iterator[CatalogServer]:
+    """A server of its own that runs no tasks, stopped after the test."""
+    running = catalog_server_factory(store, FAST_TASKS)
+    yield running
+    running.stop()
 
 
 def start_worker(server: CatalogServer, log: Path, **env: str) -> subprocess.Popen[bytes]:
@@ -80,9 +93,8 @@ def task_events(server: CatalogServer, task_id: str) -> list[str]:
 
 
 def test_killed_purge_worker_is_taken_over_and_finishes(
-    store: str, catalog_server_factory: ServerFactory, tmp_path: Path
+    server: CatalogServer, tmp_path: Path
 ) -> None:
-    server = catalog_server_factory(store, FAST_TASKS)
     catalog = rest_catalog(server)
     catalog.create_namespace("killed")
     schema = pa.schema([pa.field("id", pa.int64())])
@@ -129,9 +141,8 @@ def test_killed_purge_worker_is_taken_over_and_finishes(
 
 
 def test_two_worker_processes_never_start_the_same_task_twice(
-    store: str, catalog_server_factory: ServerFactory, tmp_path: Path
+    server: CatalogServer, tmp_path: Path
 ) -> None:
-    server = catalog_server_factory(store, FAST_TASKS)
     catalog = rest_catalog(server)
     catalog.create_namespace("pair")
     schema = pa.schema([pa.field("id", pa.int64())])
