@@ -168,7 +168,8 @@ class TaskCommands(LifecycleCommands):
             # Deleted last by an earlier attempt (or by the client): nothing left to find.
             metadata = {"metadata-log": []}
         beat = _Beat(heartbeat)
-        paths = reachable_files(metadata, location, file_io, beat)
+        written = self._written_metadata(task.entity_id)
+        paths = reachable_files(metadata, location, file_io, beat, also_metadata=written)
         deleted, missing = self._delete(paths, file_io, beat)
 
         def record() -> None:
@@ -191,6 +192,14 @@ class TaskCommands(LifecycleCommands):
             self.save_all(table, current)
 
         self.retrying(record)
+
+    def _written_metadata(self, table_id: UUID) -> list[str]:
+        """Every metadata file this catalog wrote for the table, from its events."""
+        return [
+            event.metadata_location
+            for event in self.events.get(table_id)
+            if isinstance(event, (Table.Created, Table.Committed))
+        ]
 
     def _delete(self, paths: list[str], file_io: Any, beat: _Beat) -> tuple[int, int]:
         """Delete in the order given (leaves first, metadata last), at most

@@ -8,7 +8,7 @@ table may live below the same prefix (RCK dropAfterRenameDoesntCorruptTable).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import fastavro
@@ -29,12 +29,15 @@ def reachable_files(
     metadata_location: str,
     file_io: FileIO,
     progress: Callable[[], None] | None = None,
+    also_metadata: Iterable[str] = (),
 ) -> list[str]:
     """All files the table's metadata references, leaves first, metadata files last.
 
     Deleting in this order keeps an interrupted purge restartable: the metadata that
     leads to the remaining files is deleted only after them. `progress` is called after
-    each manifest list or manifest read (a big table has thousands).
+    each manifest list or manifest read (a big table has thousands). `also_metadata` are
+    older metadata files known otherwise (the catalog wrote them; the metadata-log keeps only
+    the last `write.metadata.previous-versions-max`).
     """
     tick = progress or (lambda: None)
     data_files: set[str] = set()
@@ -65,10 +68,13 @@ def reachable_files(
         if isinstance(s, dict) and "statistics-path" in s
     }
     metadata_files = {entry["metadata-file"] for entry in metadata.get("metadata-log", [])}
-    metadata_files.add(metadata_location)
+    metadata_files.update(also_metadata)
+    metadata_files.discard(metadata_location)
     ordered: list[str] = []
     for group in (data_files, statistics, manifests, manifest_lists, metadata_files):
         ordered.extend(sorted(group - set(ordered)))
+    # The current metadata file goes last: while it exists, a re-run finds everything else.
+    ordered.append(metadata_location)
     return ordered
 
 

@@ -308,3 +308,21 @@ def test_undrop_refuses_when_a_client_deleted_the_files(api: Api) -> None:
     refused = undrop(api, {"type": "table", "id": created["metadata"]["table-uuid"]})
     assert refused.status_code == 409
     assert "metadata file" in str(error_of(refused)["message"])
+
+
+def test_purge_deletes_metadata_files_beyond_the_metadata_log(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"]})
+    created = create_table(api, "db", "t", properties={"write.metadata.previous-versions-max": "1"})
+    metadata_dir = local(created["metadata-location"]).parent
+    for n in range(4):
+        response = api.post(
+            "/namespaces/db/tables/t",
+            {"updates": [{"action": "set-properties", "updates": {"n": str(n)}}]},
+        )
+        assert response.status_code == 200
+    current = api.get("/namespaces/db/tables/t").json()["metadata"]
+    assert len(current["metadata-log"]) == 1, "older files fell out of the metadata log"
+    assert len(list(metadata_dir.glob("*.metadata.json"))) == 5
+    assert drop_purge(api, "db", "t").status_code == 204
+    assert api.run_tasks() == 1
+    assert list(metadata_dir.glob("*.metadata.json")) == [], "the catalog wrote them all"
