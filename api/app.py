@@ -16,7 +16,9 @@ from starlette.routing import BaseRoute, Route
 from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
+from api.metrics import metrics, registry_for
 from api.openapi import openapi_routes
+from api.publishing import run_relays
 from api.routes import config, lifecycle, management, namespaces, tables, views
 from api.services import Services
 from api.settings import Settings
@@ -99,6 +101,7 @@ def _health(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     found: list[BaseRoute] = [
         Route("/health", _health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
@@ -117,10 +120,20 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         svc.ensure_defaults()
         await svc.reader.open()
         app.state.services = svc
+        app.state.metrics = registry_for(svc)
         svc.tasks.start()
+        stop_relays = asyncio.Event()
+        relays = None
+        if settings.publish.run_in_serve:
+            relays = asyncio.create_task(
+                run_relays(svc, settings.publish.run_in_serve, stop_relays)
+            )
         try:
             yield
         finally:
+            stop_relays.set()
+            if relays is not None:
+                await relays
             # Let tasks in hand finish (a purge stops at its next lease check).
             await asyncio.to_thread(svc.tasks.stop)
             await svc.reader.close()

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 import sys
 import threading
+import time
 
 import uvicorn
 
 from api.app import create_app
+from api.publishing import LogAccess, build_relay
 from api.services import Services
 from api.settings import Settings, SettingsError
+from publishers.cloud_events import to_cloud_event, to_json
+from publishers.context import ContextResolver
+from publishers.nats_sink import SinkConfigError
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -71,6 +77,74 @@ def _tasks_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _publish(args: argparse.Namespace, settings: Settings) -> int:
+    """Follow the log and publish CloudEvents to one sink until SIGTERM/SIGINT."""
+    services = Services.build(settings)
+    try:
+        relay = build_relay(services, args.sink)
+    except ValueError as exc:
+        print(f"icelog: configuration error: {exc}", file=sys.stderr)
+        services.close()
+        return 2
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await relay.run(stop)
+
+    print(f"icelog publishing to {relay.sink.name} ({settings.backend})", flush=True)
+    try:
+        asyncio.run(run())
+    except SinkConfigError as exc:
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        services.close()
+    return 0
+
+
+def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the log as CloudEvents, one line each (or whole JSON with --json)."""
+    services = Services.build(settings)
+    log = LogAccess(services)
+    resolver = ContextResolver(log.load_at)
+    position = max(0, log.head() - args.lines) if args.after is None else args.after
+    try:
+        while True:
+            batch = log.read(position, 500)
+            for item in batch:
+                cloud = to_cloud_event(
+                    item.event,
+                    topic=item.topic,
+                    position=item.position,
+                    context=resolver.resolve(item.event),
+                    source=settings.publish.source,
+                )
+                if args.type and args.type not in cloud.get_type():
+                    continue
+                if args.json:
+                    print(to_json(cloud).decode(), flush=True)
+                else:
+                    time_ = cloud.get_time()
+                    print(
+                        f"{item.position:>8}  {time_.isoformat() if time_ else '-'}  "
+                        f"{cloud.get_type().removeprefix('io.icelog.'):<40} "
+                        f"{cloud.get_subject() or '-'}  {cloud.get_extension('actor') or '-'}",
+                        flush=True,
+                    )
+                position = item.position
+            if not batch:
+                if not args.follow:
+                    return 0
+                time.sleep(0.5)
+    except (KeyboardInterrupt, BrokenPipeError):
+        return 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +162,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--once", action="store_true", help="run the due tasks, then exit")
     run.set_defaults(run=_tasks_run)
+    publish = sub.add_parser("publish", help="publish the log as CloudEvents (until stopped)")
+    publish.add_argument("sink", choices=["nats", "kafka"])
+    publish.set_defaults(run=_publish)
+    events = sub.add_parser("events", help="read the event log")
+    events_sub = events.add_subparsers(dest="events_command", required=True)
+    tail = events_sub.add_parser("tail", help="print the latest events (follow with -f)")
+    tail.add_argument("-f", "--follow", action="store_true", help="keep printing new events")
+    tail.add_argument("-n", "--lines", type=int, default=20, help="how many to start with")
+    tail.add_argument("--after", type=int, default=None, help="start after this position")
+    tail.add_argument("--type", default=None, help="only types containing this text")
+    tail.add_argument("--json", action="store_true", help="whole CloudEvents as JSON lines")
+    tail.set_defaults(run=_events_tail)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

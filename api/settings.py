@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 PREFIX = "ICELOG_"
@@ -44,6 +47,80 @@ def _float(value: str, name: str, minimum: float = 0.0) -> float:
     return number
 
 
+SINKS = ("nats", "kafka")
+_NATS_TOKEN = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_STREAM_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_KAFKA_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+@dataclass(frozen=True)
+class PublishSettings:
+    """Change-event relays (see docs/events.md)."""
+
+    run_in_serve: tuple[str, ...] = ()
+    source: str = "urn:icelog:catalog"
+    batch_size: int = 500
+    lease_seconds: float = 10.0
+    nats_urls: tuple[str, ...] = ("nats://127.0.0.1:4222",)
+    nats_stream: str = "ICELOG"
+    nats_subject_prefix: str = "icelog"
+    nats_duplicate_window_seconds: float = 120.0
+    kafka_bootstrap_servers: str | None = None
+    kafka_topic: str = "icelog-events"
+    kafka_config: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, get: Any) -> PublishSettings:
+        run = tuple(x.strip() for x in get("PUBLISH", "").split(",") if x.strip())
+        for sink in run:
+            if sink not in SINKS:
+                raise SettingsError(f"{PREFIX}PUBLISH: unknown sink {sink!r} (use nats, kafka)")
+        prefix = get("NATS_SUBJECT_PREFIX", "icelog")
+        if not _NATS_TOKEN.match(prefix):
+            raise SettingsError(
+                f"{PREFIX}NATS_SUBJECT_PREFIX must be dot-separated tokens of letters, digits, "
+                f"'-' or '_' (no wildcards), got {prefix!r}"
+            )
+        stream = get("NATS_STREAM", "ICELOG")
+        if not _STREAM_NAME.match(stream):
+            raise SettingsError(f"{PREFIX}NATS_STREAM must be letters, digits, '-', '_'")
+        topic = get("KAFKA_TOPIC", "icelog-events")
+        if not _KAFKA_TOPIC.match(topic):
+            raise SettingsError(f"{PREFIX}KAFKA_TOPIC is not a valid Kafka topic name: {topic!r}")
+        raw_config = get("KAFKA_CONFIG", "") or "{}"
+        try:
+            kafka_config = json.loads(raw_config)
+        except json.JSONDecodeError:
+            raise SettingsError(f"{PREFIX}KAFKA_CONFIG must be a JSON object") from None
+        if not isinstance(kafka_config, dict):
+            raise SettingsError(f"{PREFIX}KAFKA_CONFIG must be a JSON object")
+        bootstrap = get("KAFKA_BOOTSTRAP_SERVERS", "").strip() or None
+        if "kafka" in run and bootstrap is None:
+            raise SettingsError(f"{PREFIX}KAFKA_BOOTSTRAP_SERVERS is required to publish to Kafka")
+        urls = tuple(u.strip() for u in get("NATS_URL", "nats://127.0.0.1:4222").split(","))
+        if not all(u.startswith(("nats://", "tls://")) for u in urls if u):
+            raise SettingsError(f"{PREFIX}NATS_URL must be nats:// or tls:// URL(s)")
+        return cls(
+            run_in_serve=run,
+            source=get("EVENTS_SOURCE", "urn:icelog:catalog") or "urn:icelog:catalog",
+            batch_size=_int(get("PUBLISH_BATCH_SIZE", "500"), PREFIX + "PUBLISH_BATCH_SIZE", 1),
+            lease_seconds=_float(
+                get("PUBLISH_LEASE_SECONDS", "10"), PREFIX + "PUBLISH_LEASE_SECONDS", 1.0
+            ),
+            nats_urls=tuple(u for u in urls if u),
+            nats_stream=stream,
+            nats_subject_prefix=prefix,
+            nats_duplicate_window_seconds=_float(
+                get("NATS_DUPLICATE_WINDOW_SECONDS", "120"),
+                PREFIX + "NATS_DUPLICATE_WINDOW_SECONDS",
+                1.0,
+            ),
+            kafka_bootstrap_servers=bootstrap,
+            kafka_topic=topic,
+            kafka_config=kafka_config,
+        )
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -66,6 +143,7 @@ class Settings:
     task_max_attempts: int = 5
     task_retry_backoff_seconds: float = 5.0
     purge_delete_rate: float = 0.0
+    publish: PublishSettings = field(default_factory=PublishSettings)
 
     @property
     def backend(self) -> str:
@@ -129,6 +207,7 @@ class Settings:
                 get("TASK_RETRY_BACKOFF_SECONDS", "5"), PREFIX + "TASK_RETRY_BACKOFF_SECONDS"
             ),
             purge_delete_rate=_float(get("PURGE_DELETE_RATE", "0"), PREFIX + "PURGE_DELETE_RATE"),
+            publish=PublishSettings.from_env(get),
         )
 
     def eventsourcing_env(self) -> dict[str, str]:

@@ -1,0 +1,151 @@
+"""Which warehouse, project, namespace and name an event belongs to, as of that event.
+
+Most events do not repeat where their aggregate lives (a commit names only its table).
+The relay reads the log in order, so it keeps a small directory from the events it
+passes (creations, renames, undrops). When it meets an aggregate it has not seen — it
+started mid-log — it loads that aggregate as of the event's version once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+from uuid import UUID
+
+from domain.claims import NameClaim
+from domain.namespace import Namespace
+from domain.project import Project
+from domain.table import Table
+from domain.task import Task
+from domain.view import View
+from domain.warehouse import Warehouse
+from publishers.cloud_events import EventContext
+
+# (aggregate id, version) → the aggregate as of that version, or None when it is unknown.
+LoadAt = Callable[[UUID, int], Any]
+
+_MAX_ENTRIES = 200_000
+
+
+@dataclass(frozen=True)
+class _Place:
+    warehouse_id: UUID | None
+    namespace: tuple[str, ...] | None
+    name: str | None
+
+
+class ContextResolver:
+    def __init__(self, load_at: LoadAt) -> None:
+        self._load_at = load_at
+        self._places: OrderedDict[UUID, _Place] = OrderedDict()
+        self._projects: dict[UUID, UUID] = {}  # warehouse → project (never changes)
+        self._warehouse_names: dict[UUID, str] = {}
+
+    def _remember(self, aggregate_id: UUID, place: _Place) -> _Place:
+        self._places[aggregate_id] = place
+        self._places.move_to_end(aggregate_id)
+        while len(self._places) > _MAX_ENTRIES:
+            self._places.popitem(last=False)
+        return place
+
+    def _loaded(self, event: Any) -> Any:
+        return self._load_at(event.originator_id, event.originator_version)
+
+    def _project_of(self, warehouse_id: UUID | None) -> UUID | None:
+        if warehouse_id is None:
+            return None
+        known = self._projects.get(warehouse_id)
+        if known is None:
+            warehouse = self._load_at(warehouse_id, 1)
+            if isinstance(warehouse, Warehouse):
+                known = self._projects[warehouse_id] = warehouse.project_id
+        return known
+
+    def resolve(self, event: Any) -> EventContext:
+        context = self._resolve(event)
+        return replace(
+            context, project_id=context.project_id or self._project_of(context.warehouse_id)
+        )
+
+    def _resolve(self, event: Any) -> EventContext:
+        agg_id: UUID = event.originator_id
+        if isinstance(event, (Table.Event, View.Event)):
+            place = self._tabular_place(event)
+            subject = ".".join([*(place.namespace or ()), place.name or ""]).strip(".")
+            return EventContext(
+                warehouse_id=place.warehouse_id,
+                tabular_id=agg_id,
+                namespace=place.namespace,
+                name=place.name,
+                subject=subject or None,
+            )
+        if isinstance(event, Namespace.Event):
+            place = self._namespace_place(event)
+            return EventContext(
+                warehouse_id=place.warehouse_id,
+                namespace=place.namespace,
+                subject=".".join(place.namespace or ()) or None,
+            )
+        if isinstance(event, Warehouse.Event):
+            name = getattr(event, "name", None) or self._warehouse_names.get(agg_id)
+            project = getattr(event, "project_id", None)
+            if name is None or (project is None and agg_id not in self._projects):
+                loaded = self._loaded(event)
+                if isinstance(loaded, Warehouse):
+                    name, project = loaded.name, loaded.project_id
+            if project is not None:
+                self._projects[agg_id] = project
+            if name is not None:
+                self._warehouse_names[agg_id] = name
+            return EventContext(warehouse_id=agg_id, name=name, subject=name)
+        if isinstance(event, Project.Event):
+            name = getattr(event, "name", None)
+            return EventContext(project_id=agg_id, name=name, subject=name)
+        if isinstance(event, Task.Event):
+            warehouse_id = getattr(event, "warehouse_id", None)
+            entity = getattr(event, "entity_id", None)
+            if warehouse_id is None:
+                loaded = self._loaded(event)
+                if isinstance(loaded, Task):
+                    warehouse_id, entity = loaded.warehouse_id, loaded.entity_id
+            return EventContext(warehouse_id=warehouse_id, tabular_id=entity, subject=str(agg_id))
+        if isinstance(event, NameClaim.Event):
+            return EventContext(subject=getattr(event, "name", None) or str(agg_id))
+        return EventContext(subject=str(agg_id))
+
+    def _tabular_place(self, event: Any) -> _Place:
+        agg_id: UUID = event.originator_id
+        if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
+            return self._remember(
+                agg_id, _Place(event.warehouse_id, tuple(event.namespace), event.name)
+            )
+        known = self._places.get(agg_id)
+        if isinstance(event, (Table.Renamed, View.Renamed, Table.Undropped, View.Undropped)):
+            warehouse_id = known.warehouse_id if known else None
+            if warehouse_id is None:
+                loaded = self._loaded(event)
+                warehouse_id = getattr(loaded, "warehouse_id", None)
+            return self._remember(agg_id, _Place(warehouse_id, tuple(event.namespace), event.name))
+        if known is not None:
+            return known
+        loaded = self._loaded(event)
+        if loaded is None:
+            return _Place(None, None, None)
+        return self._remember(
+            agg_id,
+            _Place(loaded.warehouse_id, tuple(loaded.namespace), loaded.name),
+        )
+
+    def _namespace_place(self, event: Any) -> _Place:
+        agg_id: UUID = event.originator_id
+        if isinstance(event, (Namespace.Created, Namespace.Recreated)):
+            return self._remember(agg_id, _Place(event.warehouse_id, tuple(event.levels), None))
+        known = self._places.get(agg_id)
+        if known is not None:
+            return known
+        loaded = self._loaded(event)
+        if loaded is None:
+            return _Place(None, None, None)
+        return self._remember(agg_id, _Place(loaded.warehouse_id, tuple(loaded.levels), None))

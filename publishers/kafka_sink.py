@@ -1,0 +1,93 @@
+"""Kafka sink: an idempotent producer (`acks=all`), key = aggregate id.
+
+The key keeps each aggregate's events in one partition, in order; idempotence keeps
+librdkafka's own retries from duplicating or reordering them. The batch counts as sent
+when every delivery report is in and none failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from publishers.nats_sink import SinkConfigError
+from publishers.sinks import OutMessage
+
+# Settings the relay's guarantees depend on: not overridable.
+_REQUIRED = {"enable.idempotence": True, "acks": "all"}
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic: str = "icelog-events"
+    delivery_timeout_s: float = 30.0
+    extra: Mapping[str, Any] = field(default_factory=dict)  # other librdkafka settings
+
+
+class KafkaSink:
+    def __init__(self, settings: KafkaSettings) -> None:
+        self.settings = settings
+        self.name = f"kafka:{settings.topic}"
+        self._producer: Producer | None = None
+
+    def producer_config(self) -> dict[str, Any]:
+        for key, value in _REQUIRED.items():
+            if key in self.settings.extra:
+                raise SinkConfigError(f"Kafka setting {key} is fixed by icelog ({value})")
+        return {
+            "bootstrap.servers": self.settings.bootstrap_servers,
+            "linger.ms": 5,
+            "message.timeout.ms": int(self.settings.delivery_timeout_s * 1000),
+            **dict(self.settings.extra),
+            **_REQUIRED,
+        }
+
+    async def start(self) -> None:
+        try:
+            self._producer = Producer(self.producer_config())
+        except KafkaException as exc:
+            raise SinkConfigError(f"bad Kafka settings: {exc}") from exc
+
+    async def publish(self, messages: list[OutMessage]) -> None:
+        assert self._producer is not None, "start() first"
+        producer = self._producer
+        failures: list[str] = []
+
+        def report(err: KafkaError | None, _msg: Any) -> None:
+            if err is not None:
+                failures.append(str(err))
+
+        def produce_and_flush() -> int:
+            for m in messages:
+                while True:
+                    try:
+                        producer.produce(
+                            self.settings.topic,
+                            value=m.body,
+                            key=m.key.encode(),
+                            headers=[
+                                ("ce_id", m.id.encode()),
+                                ("content-type", b"application/cloudevents+json"),
+                            ],
+                            on_delivery=report,
+                        )
+                        break
+                    except BufferError:
+                        producer.poll(0.1)  # local queue full: let deliveries drain
+            return int(producer.flush(self.settings.delivery_timeout_s + 5))
+
+        remaining = await asyncio.to_thread(produce_and_flush)
+        if remaining:
+            raise KafkaException(f"{remaining} message(s) not delivered in time")
+        if failures:
+            raise KafkaException(f"{len(failures)} delivery failure(s): {failures[0]}")
+
+    async def close(self) -> None:
+        if self._producer is not None:
+            await asyncio.to_thread(self._producer.flush, 10)
+        self._producer = None
