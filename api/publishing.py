@@ -87,7 +87,6 @@ def build_relay(services: Services, kind: str, sink: Sink | None = None) -> Rela
 def publisher_lag(services: Services) -> dict[str, tuple[int, int, float]]:
     """Per sink: (position, events behind, seconds behind the oldest unpublished event)."""
     store = PositionStore(services.catalog.recorder.datastore)  # type: ignore[attr-defined]
-    store.ensure_schema()
     log = LogAccess(services)
     head = log.head()
     found = {}

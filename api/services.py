@@ -20,6 +20,7 @@ from projections.fast_reads import (
 )
 from projections.queries import CatalogQueries
 from projections.task_leases import TaskLeases
+from publishers.positions import PositionStore
 
 DEFAULT_WAREHOUSE_NAME = "default"
 
@@ -53,6 +54,9 @@ class Services:
             lease_s=settings.task_lease_seconds,
         )
         catalog.on_task_scheduled = tasks.wake
+        # The relays' positions live next to the log; created here so that `icelog migrate`,
+        # metrics and relays all find the table.
+        PositionStore(catalog.recorder.datastore).ensure_schema()  # type: ignore[attr-defined]
         reader: TabularReader
         if settings.database_url is None:
             reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)
