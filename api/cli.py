@@ -115,6 +115,7 @@ def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
         while True:
             batch = log.read(position, 500)
             for item in batch:
+                position = item.position
                 cloud = to_cloud_event(
                     item.event,
                     topic=item.topic,
@@ -134,7 +135,6 @@ def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
                         f"{cloud.get_subject() or '-'}  {cloud.get_extension('actor') or '-'}",
                         flush=True,
                     )
-                position = item.position
             if not batch:
                 if not args.follow:
                     return 0

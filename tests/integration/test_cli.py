@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,7 +10,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from starlette.testclient import TestClient
 
+from api.app import create_app
+from api.services import Services
+from api.settings import Settings
+from tests.integration.conftest import SCHEMA
 from tests.support import postgres
 
 
@@ -54,3 +60,33 @@ def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
     bad_port = icelog("serve", env={"ICELOG_PORT": "eighty", "ICELOG_DATA_DIR": str(tmp_path)})
     assert bad_port.returncode == 2
     assert "ICELOG_PORT must be an integer" in bad_port.stderr
+
+
+def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    settings = Settings.from_env(env)
+    services = Services.build(settings)
+    try:
+        with TestClient(create_app(settings, services)) as client:
+            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
+            base = f"/catalog/v1/{config['overrides']['prefix']}"
+            client.post(f"{base}/namespaces", json={"namespace": ["sales"]})
+            created = client.post(
+                f"{base}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA}
+            )
+            assert created.status_code == 200
+            head = int(services.catalog.recorder.max_notification_id() or 0)
+    finally:
+        services.close()
+    lines = icelog("events", "tail", "-n", "100", env=env)
+    assert lines.returncode == 0, lines.stderr
+    rows = lines.stdout.splitlines()
+    assert len(rows) == head, "every event, one line each"
+    assert any("table.created.v1" in r and "sales.orders" in r for r in rows)
+    as_json = icelog("events", "tail", "--json", "--type", "table.created", env=env)
+    [event] = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert event["type"] == "io.icelog.table.created.v1"
+    assert event["subject"] == "sales.orders" and event["name"] == "orders"
+    assert event["data"]["name"] == "orders"
+    after = icelog("events", "tail", "--after", str(head - 1), env=env)
+    assert len(after.stdout.splitlines()) == 1, "--after starts after that position"
