@@ -73,12 +73,16 @@ def _plain(value: Any) -> Any:
 
 
 def event_data(event: Any) -> dict[str, Any]:
-    """The event's own fields, JSON-ready, with kebab-case keys."""
-    return {
+    """The event's own fields, JSON-ready, with kebab-case keys, plus the aggregate's id and
+    the version this event gave it (for a commit: the table's version after it)."""
+    data = {
         key.replace("_", "-"): _plain(value)
         for key, value in vars(event).items()
         if key not in _ENVELOPE_FIELDS and key not in ("actor", "request_id")
     }
+    data["aggregate-id"] = str(event.originator_id)
+    data["aggregate-version"] = event.originator_version
+    return data
 
 
 def to_cloud_event(

@@ -85,6 +85,7 @@ def test_a_commit_maps_to_a_complete_cloud_event() -> None:
     assert data["previous-metadata-location"].endswith("00000.metadata.json")
     assert data["metadata-location"].endswith("00001.metadata.json")
     assert data["applied-at-ms"] == 1234
+    assert data["aggregate-id"] == str(table.id) and data["aggregate-version"] == 2
     for name in cloud.get_attributes():
         assert re.fullmatch(r"[a-z0-9]+", name), name
     again = from_json(to_json(cloud))
