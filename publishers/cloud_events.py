@@ -12,8 +12,12 @@ Every stored event becomes exactly one CloudEvent:
 - extensions (CloudEvents names allow only `[a-z0-9]`): `warehouseid`, `projectid`,
   `tabularid`, `namespace` (dotted), `name`, `aggregateid`, `version` (aggregate version),
   `actor`, `traceid` (the request id);
-- `data`: every field of the event (kebab-case keys), so a consumer needs nothing else: for a
-  commit the requirements, updates, previous and new metadata location and the version.
+- `data`: every field of the event (kebab-case keys) plus `aggregate-id` and
+  `aggregate-version`, so a consumer needs nothing else: for a commit the requirements,
+  updates, previous and new metadata location and the table's version after it.
+
+Ids are unique within one catalog's log. Two catalogs sharing one stream must set distinct
+`ICELOG_EVENTS_SOURCE` values and de-duplicate by (source, id) — or, simpler, use a stream each.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ class ContextResolver:
         self._places: OrderedDict[UUID, _Place] = OrderedDict()
         self._projects: dict[UUID, UUID] = {}  # warehouse → project (never changes)
         self._warehouse_names: dict[UUID, str] = {}
+        self._names: dict[UUID, str] = {}  # project and name-claim names (rarely change)
 
     def _remember(self, aggregate_id: UUID, place: _Place) -> _Place:
         self._places[aggregate_id] = place
@@ -101,7 +102,7 @@ class ContextResolver:
                 self._warehouse_names[agg_id] = name
             return EventContext(warehouse_id=agg_id, name=name, subject=name)
         if isinstance(event, Project.Event):
-            name = getattr(event, "name", None)
+            name = self._name_of(event, Project)
             return EventContext(project_id=agg_id, name=name, subject=name)
         if isinstance(event, Task.Event):
             warehouse_id = getattr(event, "warehouse_id", None)
@@ -112,8 +113,24 @@ class ContextResolver:
                     warehouse_id, entity = loaded.warehouse_id, loaded.entity_id
             return EventContext(warehouse_id=warehouse_id, tabular_id=entity, subject=str(agg_id))
         if isinstance(event, NameClaim.Event):
-            return EventContext(subject=getattr(event, "name", None) or str(agg_id))
+            return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
         return EventContext(subject=str(agg_id))
+
+    def _name_of(self, event: Any, cls: type) -> str | None:
+        """The name an event carries, else the one last seen, else its aggregate's then."""
+        agg_id: UUID = event.originator_id
+        name = getattr(event, "name", None)
+        if name is None:
+            name = self._names.get(agg_id)
+        if name is None:
+            loaded = self._loaded(event)
+            name = getattr(loaded, "name", None) if isinstance(loaded, cls) else None
+        if isinstance(name, str):
+            self._names[agg_id] = name
+            if len(self._names) > _MAX_ENTRIES:
+                self._names.clear()
+            return name
+        return None
 
     def _tabular_place(self, event: Any) -> _Place:
         agg_id: UUID = event.originator_id
