@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from api.audit import Chainer
 from api.errors import catalog_error, http_error, unexpected_error
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
@@ -122,6 +123,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         app.state.services = svc
         app.state.metrics = registry_for(svc)
         svc.tasks.start()
+        chainer = Chainer(svc)
+        chainer.start()
         stop_relays = asyncio.Event()
         relays = None
         if settings.publish.run_in_serve:
@@ -134,6 +137,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             stop_relays.set()
             if relays is not None:
                 await relays
+            await asyncio.to_thread(chainer.stop)
             # Let tasks in hand finish (a purge stops at its next lease check).
             await asyncio.to_thread(svc.tasks.stop)
             await svc.reader.close()

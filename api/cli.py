@@ -13,9 +13,11 @@ import time
 import uvicorn
 
 from api.app import create_app
+from api.audit import Chainer, recorded_heads
 from api.publishing import LogAccess, build_relay
 from api.services import Services
 from api.settings import Settings, SettingsError
+from projections.audit_chain import AuditChain
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
 from publishers.nats_sink import SinkConfigError
@@ -145,6 +147,45 @@ def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _audit_chain(args: argparse.Namespace, settings: Settings) -> int:
+    """Chain the events not chained yet (and, with --anchor, record the head)."""
+    services = Services.build(settings)
+    try:
+        chained, position, link = Chainer(services).round(anchor=args.anchor)
+        print(f"chained {chained} event(s); head {position}:{link}")
+        return 0
+    finally:
+        services.close()
+
+
+def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Recompute the chain from the stored events; exit 1 at the first broken link."""
+    services = Services.build(settings)
+    try:
+        chain = AuditChain(services.catalog.recorder)
+        verdict = chain.verify()
+        problems = []
+        if verdict.broken_at is not None:
+            problems.append(f"broken link at position {verdict.broken_at}: {verdict.reason}")
+        # Heads recorded in the log (and published) must still match the chain.
+        for position, link in recorded_heads(services):
+            if position <= verdict.head_position and chain.link_at(position) != link:
+                problems.append(f"recorded head {position}:{link} no longer matches the chain")
+        if args.expect:
+            position_text, _, link = args.expect.partition(":")
+            if not position_text.isdigit() or chain.link_at(int(position_text)) != link:
+                problems.append(f"the chain does not contain the expected head {args.expect}")
+        print(
+            f"checked {verdict.checked} event(s); chain head "
+            f"{verdict.head_position}:{verdict.head_link}"
+        )
+        for problem in problems:
+            print(f"TAMPERED: {problem}")
+        return 1 if problems else 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,6 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     tail.add_argument("--type", default=None, help="only types containing this text")
     tail.add_argument("--json", action="store_true", help="whole CloudEvents as JSON lines")
     tail.set_defaults(run=_events_tail)
+    audit = sub.add_parser("audit", help="tamper evidence: the hash chain over the log")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    chain = audit_sub.add_parser("chain", help="chain the new events now")
+    chain.add_argument("--anchor", action="store_true", help="also record the head as an event")
+    chain.set_defaults(run=_audit_chain)
+    verify = audit_sub.add_parser("verify", help="recompute the chain; exit 1 if tampered")
+    verify.add_argument(
+        "--expect", default=None, metavar="POSITION:LINK", help="a head held outside the catalog"
+    )
+    verify.set_defaults(run=_audit_verify)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

@@ -13,6 +13,7 @@ from commands.task_worker import TaskWorkers
 from domain.context import SYSTEM
 from domain.errors import BadRequestError, NoSuchWarehouseError
 from domain.identifiers import NIL_UUID
+from projections.audit_chain import AuditChain
 from projections.fast_reads import (
     PostgresTabularReader,
     SQLiteTabularReader,
@@ -57,6 +58,7 @@ class Services:
         # The relays' positions live next to the log; created here so that `icelog migrate`,
         # metrics and relays all find the table.
         PositionStore(catalog.recorder.datastore).ensure_schema()  # type: ignore[attr-defined]
+        AuditChain(catalog.recorder).ensure_schema()
         reader: TabularReader
         if settings.database_url is None:
             reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)

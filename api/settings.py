@@ -144,6 +144,8 @@ class Settings:
     task_retry_backoff_seconds: float = 5.0
     purge_delete_rate: float = 0.0
     publish: PublishSettings = field(default_factory=PublishSettings)
+    audit_chain_interval_seconds: float = 1.0
+    audit_anchor_interval_seconds: float = 300.0
 
     @property
     def backend(self) -> str:
@@ -208,6 +210,13 @@ class Settings:
             ),
             purge_delete_rate=_float(get("PURGE_DELETE_RATE", "0"), PREFIX + "PURGE_DELETE_RATE"),
             publish=PublishSettings.from_env(get),
+            audit_chain_interval_seconds=_float(
+                get("AUDIT_CHAIN_INTERVAL_SECONDS", "1"), PREFIX + "AUDIT_CHAIN_INTERVAL_SECONDS"
+            ),
+            audit_anchor_interval_seconds=_float(
+                get("AUDIT_ANCHOR_INTERVAL_SECONDS", "300"),
+                PREFIX + "AUDIT_ANCHOR_INTERVAL_SECONDS",
+            ),
         )
 
     def eventsourcing_env(self) -> dict[str, str]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from commands.audit import AuditCommands
 from commands.lifecycle import UndropTarget
 from commands.tables import TableState
-from commands.tasks import TaskCommands
 
 __all__ = ["Catalog", "TableState", "UndropTarget"]
 
 
-class Catalog(TaskCommands):
+class Catalog(AuditCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
 
     # The library names an application after its class unless told otherwise, and

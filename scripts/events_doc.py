@@ -41,6 +41,7 @@ from eventsourcing.domain import DomainEvent
 
 import domain
 from api.app import create_app
+from api.audit import Chainer
 from api.publishing import LogAccess
 from api.services import Services
 from api.settings import PublishSettings, Settings
@@ -431,6 +432,10 @@ def run_scenario(cat: Catalog) -> None:
     cat.protect("namespace", cat.namespace_id("scratch"), False)
     cat.rest("DELETE", "/namespaces/scratch")
 
+    # The audit chainer records the hash chain's head (normally every
+    # ICELOG_AUDIT_ANCHOR_INTERVAL_SECONDS inside `icelog serve`).
+    Chainer(cat.services).round(anchor=True)
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -525,6 +530,13 @@ AGGREGATES: dict[str, tuple[str, str]] = {
         "dropped table's files. Tasks run in `icelog serve` (ICELOG_TASK_WORKERS) or "
         "`icelog tasks run`. `subject` is the task id, `tabularid` the table or view it works "
         "on, `actor` `system:task-worker` for what workers append.",
+    ),
+    "audit": (
+        "Audit chain heads",
+        "The head of the hash chain over the stored events (docs/audit.md), recorded now and "
+        "then so that it travels with the change stream: keep the latest `head-recorded` "
+        "outside the catalog, and `icelog audit verify --expect <position>:<link>` proves "
+        "later that the log up to that position was not altered.",
     ),
     "name-claim": (
         "Name claims (internal)",
@@ -754,6 +766,14 @@ WHEN: dict[str, str] = {
         "The key was used again after its lifetime had passed: the request ran again and this "
         "outcome replaces the old one."
     ),
+    "icelog.audit.started.v1": (
+        "The first chain head is about to be recorded (once per catalog, in the same append)."
+    ),
+    "icelog.audit.head-recorded.v1": (
+        "The audit chainer recorded the hash chain's head: the link at log `position`. "
+        "Appended by `icelog serve` every ICELOG_AUDIT_ANCHOR_INTERVAL_SECONDS when the log "
+        "grew, or by `icelog audit chain --anchor`."
+    ),
     "icelog.server.bootstrapped.v1": (
         "The catalog was bootstrapped: once per database, at the first start of "
         "`icelog serve` (actor `system`), or by `POST /management/v1/bootstrap`."
@@ -940,6 +960,10 @@ FIELDS: dict[str, dict[str, str]] = {
         "body": "The new answer's body (JSON text), as for `recorded`.",
         "metadata-location": "For table and view answers: their metadata file, else null.",
         "recorded-at-ms": "When it was recorded (epoch ms).",
+    },
+    "icelog.audit.head-recorded.v1": {
+        "position": "Log position of the newest chained event.",
+        "link": "The chain's link at that position: hex SHA-256 (see docs/audit.md).",
     },
     "icelog.server.bootstrapped.v1": {
         "is-operator": "Whether the bootstrapping user asked to be the operator.",

@@ -53,7 +53,11 @@ class Api:
 
 def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
     # Tests run background tasks explicitly (Api.run_tasks), never on a timer.
-    env = {"ICELOG_DATA_DIR": str(tmp_path / "data"), "ICELOG_TASK_WORKERS": "0"}
+    env = {
+        "ICELOG_DATA_DIR": str(tmp_path / "data"),
+        "ICELOG_TASK_WORKERS": "0",
+        "ICELOG_AUDIT_CHAIN_INTERVAL_SECONDS": "0",  # tests chain explicitly
+    }
     if database_url:
         env["ICELOG_DATABASE_URL"] = database_url
     return Settings.from_env(env)

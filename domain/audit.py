@@ -1,0 +1,63 @@
+"""The audit anchor: the hash chain's head, recorded in the log now and then.
+
+Recording the head as an event publishes it on the change stream, so parties outside
+the catalog hold copies of it; a later rewrite of the log (and a recomputed chain) cannot
+match the heads they hold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import uuid5
+
+from eventsourcing.domain import Aggregate
+
+from domain.identifiers import ICELOG_NAMESPACE
+
+AUDIT_ANCHOR_ID = uuid5(ICELOG_NAMESPACE, "audit-anchor")
+
+
+class AuditAnchor(Aggregate):
+    TOPIC = "icelog.audit"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.audit.event.v1"
+        actor: str
+        request_id: str
+
+    class Started(Event, Aggregate.Created):
+        """The first head is about to be recorded."""
+
+        TOPIC = "icelog.audit.started.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.position = 0
+            aggregate.link = ""
+
+    class HeadRecorded(Event):
+        """The chain's link at log `position` was `link` (hex SHA-256)."""
+
+        TOPIC = "icelog.audit.head-recorded.v1"
+        position: int
+        link: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.position = self.position
+            aggregate.link = self.link
+
+    if TYPE_CHECKING:
+        position: int
+        link: str
+
+    @classmethod
+    def start(cls, *, actor: str, request_id: str) -> AuditAnchor:
+        return cls._create(cls.Started, id=AUDIT_ANCHOR_ID, actor=actor, request_id=request_id)
+
+    def record(self, *, position: int, link: str, actor: str, request_id: str) -> bool:
+        """Record a newer head; False (nothing recorded) when it is not newer."""
+        if position <= self.position:
+            return False
+        self.trigger_event(
+            self.HeadRecorded, position=position, link=link, actor=actor, request_id=request_id
+        )
+        return True

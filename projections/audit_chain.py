@@ -1,0 +1,174 @@
+"""A hash chain over the stored events: tamper evidence for the whole log.
+
+Link n = SHA-256(link n-1 ‖ position ‖ aggregate id ‖ version ‖ topic ‖ state), over the
+exact bytes the event store holds (`state` is the stored, serialised event). The chain is
+kept in `icelog_audit_chain` by a chainer that follows the log (inside `icelog serve`, or
+`icelog audit chain`); `icelog audit verify` recomputes it from the events and reports the
+first link that no longer matches. Changing, removing or inserting a stored event breaks
+every later link, so whoever holds a copy of a recent head (published as an
+`icelog.audit.head-recorded.v1` event on the change stream) can tell.
+
+The link encoding is stored format (docs/audit.md, ADR 0009): never change it in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import ApplicationRecorder
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from psycopg.rows import tuple_row
+
+GENESIS = bytes(32)
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS icelog_audit_chain ("
+    "position BIGINT PRIMARY KEY, link TEXT NOT NULL)"
+)
+BATCH = 2000
+
+
+def _field(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "big") + data
+
+
+def link(
+    previous: bytes, position: int, aggregate_id: UUID | str, version: int, topic: str, state: bytes
+) -> bytes:
+    """The chain link of one stored event (length-prefixed fields: no ambiguity)."""
+    digest = hashlib.sha256()
+    digest.update(previous)
+    digest.update(position.to_bytes(8, "big"))
+    digest.update(_field(str(aggregate_id).encode()))
+    digest.update(version.to_bytes(8, "big", signed=True))
+    digest.update(_field(topic.encode()))
+    digest.update(_field(bytes(state)))
+    return digest.digest()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    checked: int  # chained events recomputed
+    head_position: int
+    head_link: str
+    broken_at: int | None  # first position whose link does not match, if any
+    reason: str | None
+
+
+class AuditChain:
+    def __init__(self, recorder: ApplicationRecorder) -> None:
+        self.recorder = recorder
+        self._datastore: SQLiteDatastore | PostgresDatastore = recorder.datastore  # type: ignore[attr-defined]
+        self.dialect = "postgres" if isinstance(self._datastore, PostgresDatastore) else "sqlite"
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        if isinstance(self._datastore, PostgresDatastore):
+            with (
+                self._datastore.get_connection() as conn,
+                conn.transaction(),
+                conn.cursor(row_factory=tuple_row) as cur,
+            ):
+                yield cur
+        else:
+            with self._datastore.transaction(commit=True) as cur:
+                yield cur
+
+    def _run(self, sql: str, params: Any = (), *, fetch: bool = True) -> list[Any]:
+        with self._cursor() as cur:
+            if self.dialect == "postgres":
+                cur.execute(sql.replace("?", "%s"), params, prepare=False)
+            else:
+                cur.execute(sql, params)
+            return [tuple(r) for r in cur.fetchall()] if fetch else []
+
+    def ensure_schema(self) -> None:
+        self._run(SCHEMA, fetch=False)
+
+    def head(self) -> tuple[int, str]:
+        rows = self._run(
+            "SELECT position, link FROM icelog_audit_chain ORDER BY position DESC LIMIT 1"
+        )
+        return (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS.hex())
+
+    def extend(self, limit: int = 100_000) -> int:
+        """Chain the events after the current head; returns how many were chained.
+        Several chainers may run: links are deterministic, so a conflict is a no-op."""
+        position, last = self.head()
+        previous = bytes.fromhex(last)
+        done = 0
+        while done < limit:
+            batch = self.recorder.select_notifications(
+                start=position, limit=BATCH, inclusive_of_start=False
+            )
+            if not batch:
+                break
+            rows = []
+            for n in batch:
+                previous = link(
+                    previous, n.id, n.originator_id, n.originator_version, n.topic, n.state
+                )
+                rows.append((n.id, previous.hex()))
+            with self._cursor() as cur:
+                statement = (
+                    "INSERT INTO icelog_audit_chain (position, link) VALUES (?, ?) "
+                    "ON CONFLICT (position) DO NOTHING"
+                )
+                if self.dialect == "postgres":
+                    cur.executemany(statement.replace("?", "%s"), rows)
+                else:
+                    cur.executemany(statement, rows)
+            position = batch[-1].id
+            done += len(batch)
+        return done
+
+    def link_at(self, position: int) -> str | None:
+        rows = self._run("SELECT link FROM icelog_audit_chain WHERE position = ?", (position,))
+        return str(rows[0][0]) if rows else None
+
+    def verify(self) -> Verdict:
+        """Recompute every link from the stored events and compare with the chain; the
+        first position that does not match is reported with what happened there."""
+        head_position, head_link = self.head()
+
+        def broken(position: int, reason: str) -> Verdict:
+            return Verdict(checked, head_position, head_link, position, reason)
+
+        previous, last, checked = GENESIS, 0, 0
+        while last < head_position:
+            batch = [
+                n
+                for n in self.recorder.select_notifications(
+                    start=last, limit=BATCH, inclusive_of_start=False
+                )
+                if n.id <= head_position
+            ]
+            upper = batch[-1].id if batch else head_position
+            stored = self._run(
+                "SELECT position, link FROM icelog_audit_chain "
+                "WHERE position > ? AND position <= ? ORDER BY position",
+                (last, upper),
+            )
+            links = {int(p): str(v) for p, v in stored}
+            logged = {n.id for n in batch}
+            for position in sorted(links):
+                if position not in logged:
+                    return broken(position, "a chained event is no longer in the log (deleted)")
+            for n in batch:
+                if n.id not in links:
+                    return broken(n.id, "an event is in the log but was never chained (inserted)")
+                previous = link(
+                    previous, n.id, n.originator_id, n.originator_version, n.topic, n.state
+                )
+                if previous.hex() != links[n.id]:
+                    return broken(n.id, "the stored event differs from what was chained")
+                checked += 1
+            if not batch:
+                break
+            last = upper
+        return Verdict(checked, head_position, head_link, None, None)
