@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from api.audit import Chainer
 from api.errors import catalog_error, http_error, unexpected_error
+from api.event_log import list_events, make_indexer, tabular_history
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
 from api.metrics import metrics, registry_for
@@ -103,6 +104,15 @@ def routes() -> list[BaseRoute]:
     found: list[BaseRoute] = [
         Route("/health", _health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/management/v1/events", list_events, methods=["GET"]),
+        *(
+            Route(
+                f"/management/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history",
+                tabular_history,
+                methods=["GET"],
+            )
+            for kind in ("table", "view")
+        ),
         Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
@@ -123,7 +133,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         app.state.services = svc
         app.state.metrics = registry_for(svc)
         svc.tasks.start()
-        chainer = Chainer(svc)
+        indexer = make_indexer(app.state, svc)
+        chainer = Chainer(svc, indexer)
         chainer.start()
         stop_relays = asyncio.Event()
         relays = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Protocol
 
 from api.services import Services
 from domain.audit import AuditAnchor
@@ -16,9 +17,17 @@ log = logging.getLogger("icelog.audit")
 CHAINER = RequestContext(actor="system:audit", request_id="audit-chain")
 
 
+class Indexes(Protocol):
+    def catch_up(self, batch: int = ...) -> int: ...
+
+
 class Chainer:
-    def __init__(self, services: Services) -> None:
+    """The audit thread of a server: every interval it catches up the event index (when
+    given) and the hash chain, and now and then records the chain's head."""
+
+    def __init__(self, services: Services, indexer: Indexes | None = None) -> None:
         self.services = services
+        self.indexer = indexer
         self.chain = AuditChain(services.catalog.recorder)
         settings = services.settings
         self.interval_s = settings.audit_chain_interval_seconds
@@ -58,6 +67,8 @@ class Chainer:
                 time.monotonic() - self._last_anchor >= self.anchor_every_s
             )
             try:
+                if self.indexer is not None:
+                    self.indexer.catch_up()
                 self.round(anchor=due)
                 if due:
                     self._last_anchor = time.monotonic()

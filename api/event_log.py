@@ -1,0 +1,158 @@
+"""The event-log API's indexer and routes: `GET /management/v1/events` and per-table/view
+history, served from the event index (projections/event_index.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http import json_response
+from api.publishing import LogAccess
+from api.routes import services
+from api.services import Services
+from domain.errors import BadRequestError, NoSuchWarehouseError
+from projections.event_index import EventFilter, EventIndex, IndexRow
+from publishers.cloud_events import event_data
+from publishers.context import ContextResolver
+
+MAX_LIMIT = 1000
+
+
+class Indexer:
+    """Follows the log into the event index, in order, one batch at a time."""
+
+    def __init__(self, services: Services) -> None:
+        self.log = LogAccess(services)
+        self.index = EventIndex(services.catalog.recorder.datastore)  # type: ignore[attr-defined]
+        self.resolver = ContextResolver(self.log.load_at)
+        self._lock = threading.Lock()  # one catch-up at a time per process
+
+    def catch_up(self, batch: int = 2000) -> int:
+        done = 0
+        with self._lock:
+            position = self.index.position()
+            while True:
+                found = self.log.read(position, batch)
+                if not found:
+                    return done
+                rows = []
+                for item in found:
+                    event = item.event
+                    context = self.resolver.resolve(event)
+                    rows.append(
+                        IndexRow(
+                            position=item.position,
+                            time=event.timestamp.isoformat(),
+                            time_us=int(event.timestamp.timestamp() * 1_000_000),
+                            type="io." + item.topic,
+                            aggregate_id=str(event.originator_id),
+                            version=event.originator_version,
+                            actor=getattr(event, "actor", None),
+                            request_id=getattr(event, "request_id", None) or None,
+                            warehouse_id=_text(context.warehouse_id),
+                            namespace=".".join(context.namespace) if context.namespace else None,
+                            tabular_id=_text(context.tabular_id),
+                            subject=context.subject,
+                            data=event_data(event),
+                        )
+                    )
+                self.index.write(rows)
+                position = found[-1].position
+                done += len(found)
+
+
+def _text(value: UUID | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw or "")
+    except ValueError:
+        raise BadRequestError(f"{name} must be an integer") from None
+    if value < 0:
+        raise BadRequestError(f"{name} must not be negative")
+    return value
+
+
+def _time(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if not raw:
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadRequestError(
+            f"{name} must be an ISO-8601 time, e.g. 2026-11-22T10:00:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1_000_000)
+
+
+def _uuid(raw: str | None, name: str) -> str | None:
+    if raw in (None, ""):
+        return None
+    try:
+        return str(UUID(raw))
+    except ValueError:
+        raise BadRequestError(f"{name} must be a UUID") from None
+
+
+async def _page(request: Request, f: EventFilter) -> Response:
+    indexer: Indexer = request.app.state.indexer
+    # Catch up first: whoever just wrote sees their own events.
+    await asyncio.to_thread(indexer.catch_up)
+    found = await asyncio.to_thread(indexer.index.query, f)
+    next_after = found[-1]["position"] if len(found) == f.limit else None
+    return json_response({"events": found, "next-after": next_after})
+
+
+async def list_events(request: Request) -> Response:
+    q = request.query_params
+    limit = min(_int(request, "limit", 100), MAX_LIMIT) or 100
+    f = EventFilter(
+        after=_int(request, "after", 0),
+        limit=limit,
+        warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
+        namespace=q.get("namespace") or None,
+        tabular_id=_uuid(q.get("tabular-id"), "tabular-id"),
+        aggregate_id=_uuid(q.get("aggregate-id"), "aggregate-id"),
+        type_prefix=q.get("type") or None,
+        actor=q.get("actor") or None,
+        since_us=_time(request, "since"),
+        until_us=_time(request, "until"),
+    )
+    return await _page(request, f)
+
+
+async def tabular_history(request: Request) -> Response:
+    warehouse = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    kind = "table" if "table_id" in request.path_params else "view"
+    entity = _uuid(request.path_params[f"{kind}_id"], f"{kind} id")
+    if services(request).queries.warehouse(str(warehouse)) is None:
+        raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse}")
+    f = EventFilter(
+        after=_int(request, "after", 0),
+        limit=min(_int(request, "limit", 100), MAX_LIMIT) or 100,
+        aggregate_id=entity,
+        warehouse_id=str(warehouse),
+        type_prefix=f"io.icelog.{kind}.",
+    )
+    return await _page(request, f)
+
+
+def make_indexer(app_state: Any, svc: Services) -> Indexer:
+    indexer = Indexer(svc)
+    indexer.index.ensure_schema()
+    app_state.indexer = indexer
+    return indexer

@@ -1,0 +1,177 @@
+"""The event index: the log, one row per stored event, with the columns auditors filter on.
+
+An asynchronous projection: an indexer follows the log and appends rows (its tracking is
+the highest position indexed). Reads catch it up first, so a caller sees its own writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from psycopg.rows import tuple_row
+
+
+def schema(dialect: str) -> list[str]:
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    return [
+        "CREATE TABLE IF NOT EXISTS icelog_event_index ("
+        f"position {big} PRIMARY KEY, time TEXT NOT NULL, time_us {big} NOT NULL, "
+        "type TEXT NOT NULL, "
+        f"aggregate_id TEXT NOT NULL, version {big} NOT NULL, actor TEXT, request_id TEXT, "
+        "warehouse_id TEXT, namespace TEXT, tabular_id TEXT, subject TEXT, data TEXT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS icelog_event_index_by_aggregate "
+        "ON icelog_event_index (aggregate_id, position)",
+        "CREATE INDEX IF NOT EXISTS icelog_event_index_by_warehouse "
+        "ON icelog_event_index (warehouse_id, position)",
+        "CREATE INDEX IF NOT EXISTS icelog_event_index_by_time ON icelog_event_index (time_us)",
+    ]
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    position: int
+    time: str
+    time_us: int  # microseconds since the epoch: what time ranges compare
+    type: str
+    aggregate_id: str
+    version: int
+    actor: str | None
+    request_id: str | None
+    warehouse_id: str | None
+    namespace: str | None
+    tabular_id: str | None
+    subject: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    after: int = 0
+    limit: int = 100
+    warehouse_id: str | None = None
+    namespace: str | None = None  # dotted; also matches nested namespaces
+    tabular_id: str | None = None
+    aggregate_id: str | None = None
+    type_prefix: str | None = None
+    actor: str | None = None
+    since_us: int | None = None  # inclusive
+    until_us: int | None = None  # exclusive
+
+
+class EventIndex:
+    def __init__(self, datastore: SQLiteDatastore | PostgresDatastore) -> None:
+        self._datastore = datastore
+        self.dialect = "postgres" if isinstance(datastore, PostgresDatastore) else "sqlite"
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        if isinstance(self._datastore, PostgresDatastore):
+            with (
+                self._datastore.get_connection() as conn,
+                conn.transaction(),
+                conn.cursor(row_factory=tuple_row) as cur,
+            ):
+                yield cur
+        else:
+            with self._datastore.transaction(commit=True) as cur:
+                yield cur
+
+    def _q(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgres" else sql
+
+    def ensure_schema(self) -> None:
+        with self._cursor() as cur:
+            for statement in schema(self.dialect):
+                cur.execute(statement)
+
+    def position(self) -> int:
+        with self._cursor() as cur:
+            cur.execute("SELECT max(position) FROM icelog_event_index")
+            found = cur.fetchone()
+        return int(found[0]) if found and found[0] is not None else 0
+
+    def write(self, rows: Sequence[IndexRow]) -> None:
+        if not rows:
+            return
+        statement = self._q(
+            "INSERT INTO icelog_event_index (position, time, time_us, type, aggregate_id, version, "
+            "actor, request_id, warehouse_id, namespace, tabular_id, subject, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position) DO NOTHING"
+        )
+        values = [
+            (
+                r.position,
+                r.time,
+                r.time_us,
+                r.type,
+                r.aggregate_id,
+                r.version,
+                r.actor,
+                r.request_id,
+                r.warehouse_id,
+                r.namespace,
+                r.tabular_id,
+                r.subject,
+                orjson.dumps(r.data).decode(),
+            )
+            for r in rows
+        ]
+        with self._cursor() as cur:
+            cur.executemany(statement, values)
+
+    def query(self, f: EventFilter) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT position, time, type, aggregate_id, version, actor, request_id, "
+            "warehouse_id, namespace, tabular_id, subject, data FROM icelog_event_index "
+            "WHERE position > ?"
+        )
+        params: list[Any] = [f.after]
+        for column, value in (
+            ("warehouse_id", f.warehouse_id),
+            ("tabular_id", f.tabular_id),
+            ("aggregate_id", f.aggregate_id),
+            ("actor", f.actor),
+        ):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                params.append(value)
+        if f.namespace is not None:
+            sql += " AND (namespace = ? OR namespace LIKE ?)"
+            params += [f.namespace, f.namespace.replace("%", r"\%") + ".%"]
+        if f.type_prefix is not None:
+            sql += " AND type LIKE ?"
+            params.append(f.type_prefix.replace("%", r"\%") + "%")
+        if f.since_us is not None:
+            sql += " AND time_us >= ?"
+            params.append(f.since_us)
+        if f.until_us is not None:
+            sql += " AND time_us < ?"
+            params.append(f.until_us)
+        sql += " ORDER BY position LIMIT ?"
+        params.append(f.limit)
+        with self._cursor() as cur:
+            cur.execute(self._q(sql), params)
+            rows = cur.fetchall()
+        return [
+            {
+                "position": r[0],
+                "time": r[1],
+                "type": r[2],
+                "aggregate-id": r[3],
+                "version": r[4],
+                "actor": r[5],
+                "request-id": r[6],
+                "warehouse-id": r[7],
+                "namespace": r[8],
+                "tabular-id": r[9],
+                "subject": r[10],
+                "data": orjson.loads(r[11]),
+            }
+            for r in rows
+        ]
