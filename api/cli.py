@@ -186,6 +186,27 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _audit_export(args: argparse.Namespace, settings: Settings) -> int:
+    """JSON Lines of a range of the log with its chain links (verify: scripts/verify_export.py)."""
+    services = Services.build(settings)
+    try:
+        chain = AuditChain(services.catalog.recorder)
+        chain.extend()
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+        try:
+            for line in chain.export_lines(args.after, args.until):
+                out.write(line + "\n")
+        except ValueError as exc:
+            print(f"icelog: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        return 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -225,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
         "--expect", default=None, metavar="POSITION:LINK", help="a head held outside the catalog"
     )
     verify.set_defaults(run=_audit_verify)
+    export = audit_sub.add_parser("export-jsonl", help="a range of the log with chain links")
+    export.add_argument("--after", type=int, default=0, help="start after this position")
+    export.add_argument("--until", type=int, default=None, help="last position to export")
+    export.add_argument("--out", default=None, help="file to write (default: stdout)")
+    export.set_defaults(run=_audit_export)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

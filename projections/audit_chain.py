@@ -13,7 +13,9 @@ The link encoding is stored format (docs/audit.md, ADR 0009): never change it in
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -172,3 +174,51 @@ class AuditChain:
                 break
             last = upper
         return Verdict(checked, head_position, head_link, None, None)
+
+    def export_lines(self, after: int = 0, until: int | None = None) -> Iterator[str]:
+        """JSON Lines of the chained events after `after` (to `until`), verifiable offline
+        with scripts/verify_export.py: a header with the link they continue from, then one
+        line per stored event with its exact bytes and its link."""
+        head_position, _ = self.head()
+        last = min(until, head_position) if until is not None else head_position
+        previous = GENESIS.hex() if after == 0 else self.link_at(after)
+        if previous is None:
+            raise ValueError(f"position {after} is not in the chain")
+        yield json.dumps(
+            {
+                "format": "icelog-audit-export/1",
+                "after-position": after,
+                "previous-link": previous,
+                "until-position": last,
+            }
+        )
+        position = after
+        while position < last:
+            batch = [
+                n
+                for n in self.recorder.select_notifications(
+                    start=position, limit=BATCH, inclusive_of_start=False
+                )
+                if n.id <= last
+            ]
+            if not batch:
+                return
+            links = dict(
+                self._run(
+                    "SELECT position, link FROM icelog_audit_chain "
+                    "WHERE position > ? AND position <= ?",
+                    (position, batch[-1].id),
+                )
+            )
+            for n in batch:
+                yield json.dumps(
+                    {
+                        "position": n.id,
+                        "aggregate-id": str(n.originator_id),
+                        "version": n.originator_version,
+                        "topic": n.topic,
+                        "state": base64.b64encode(n.state).decode(),
+                        "link": links.get(n.id),
+                    }
+                )
+            position = batch[-1].id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from api.audit import Chainer, recorded_heads
@@ -148,3 +149,28 @@ def test_cli_verify_exit_codes_and_a_recomputed_chain_is_caught_by_a_held_head(
     caught = icelog("audit", "verify", "--expect", held)
     assert caught.returncode == 1
     assert "recorded head" in caught.stdout and "expected head" in caught.stdout
+
+
+def test_jsonl_export_verifies_offline_and_a_changed_line_does_not(api: Api, tmp_path: Any) -> None:
+    some_history(api)
+    chain = AuditChain(api.services.catalog.recorder)
+    chain.extend()
+    head_position, head_link = chain.head()
+    script = Path(__file__).resolve().parents[2] / "scripts" / "verify_export.py"
+    verifier = [sys.executable, str(script)]
+    for after in (0, 5):
+        lines = list(chain.export_lines(after=after))
+        assert len(lines) == 1 + head_position - after
+        export = tmp_path / f"export-{after}.jsonl"
+        export.write_text("\n".join(lines) + "\n")
+        checked = subprocess.run(
+            [*verifier, str(export), "--expect", f"{head_position}:{head_link}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    changed = lines[3].replace('"version": ', '"version": 1')
+    export.write_text("\n".join([*lines[:3], changed, *lines[4:]]) + "\n")
+    refused = subprocess.run([*verifier, str(export)], capture_output=True, text=True, check=False)
+    assert refused.returncode == 1 and "does not match" in refused.stdout
