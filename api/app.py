@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from api.audit import Chainer
 from api.errors import catalog_error, http_error, unexpected_error
-from api.event_log import list_events, make_indexer, tabular_history
+from api.event_log import as_of, list_events, make_indexer, tabular_history
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
 from api.metrics import metrics, registry_for
@@ -105,6 +105,7 @@ def routes() -> list[BaseRoute]:
         Route("/health", _health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/management/v1/events", list_events, methods=["GET"]),
+        Route("/management/v1/as-of", as_of, methods=["GET"]),
         *(
             Route(
                 f"/management/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history",

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 
 import uvicorn
 
 from api.app import create_app
 from api.audit import Chainer, recorded_heads
+from api.event_log import Indexer
 from api.publishing import LogAccess, build_relay
 from api.services import Services
 from api.settings import Settings, SettingsError
@@ -207,6 +210,29 @@ def _audit_export(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _catalog_at(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the catalog as of a log position or a time, as JSON."""
+    services = Services.build(settings)
+    try:
+        indexer = Indexer(services)
+        indexer.index.ensure_schema()
+        if args.when.isdigit():
+            model = indexer.catalog_at(int(args.when), None)
+        else:
+            try:
+                moment = datetime.fromisoformat(args.when)
+            except ValueError:
+                print("icelog: give a log position or an ISO-8601 time", file=sys.stderr)
+                return 2
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            model = indexer.catalog_at(None, int(moment.timestamp() * 1_000_000))
+        print(json.dumps(model.snapshot(args.warehouse_id), indent=2))
+        return 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -251,6 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--until", type=int, default=None, help="last position to export")
     export.add_argument("--out", default=None, help="file to write (default: stdout)")
     export.set_defaults(run=_audit_export)
+    catalog = sub.add_parser("catalog", help="the catalog's state from the log")
+    catalog_sub = catalog.add_subparsers(dest="catalog_command", required=True)
+    at = catalog_sub.add_parser("at", help="the catalog as of a log position or a time")
+    at.add_argument("when", help="a log position (e.g. 1200) or an ISO-8601 time")
+    at.add_argument("--warehouse-id", default=None, help="only this warehouse")
+    at.set_defaults(run=_catalog_at)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

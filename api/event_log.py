@@ -17,6 +17,7 @@ from api.publishing import LogAccess
 from api.routes import services
 from api.services import Services
 from domain.errors import BadRequestError, NoSuchWarehouseError
+from projections.as_of import CatalogAsOf
 from projections.event_index import EventFilter, EventIndex, IndexRow
 from publishers.cloud_events import event_data
 from publishers.context import ContextResolver
@@ -65,6 +66,23 @@ class Indexer:
                 self.index.write(rows)
                 position = found[-1].position
                 done += len(found)
+
+    def catalog_at(self, position: int | None, time_us: int | None) -> CatalogAsOf:
+        """The catalog as of a log position, or as of a time (its last event by then)."""
+        if time_us is not None:
+            self.catch_up()
+            position = self.index.position_at(time_us)
+        target = position or 0
+        model = CatalogAsOf()
+        after = 0
+        while after < target:
+            batch = [i for i in self.log.read(after, 2000) if i.position <= target]
+            if not batch:
+                break
+            for item in batch:
+                model.apply(item.position, item.event)
+            after = batch[-1].position
+        return model
 
 
 def _text(value: UUID | None) -> str | None:
@@ -149,6 +167,19 @@ async def tabular_history(request: Request) -> Response:
         type_prefix=f"io.icelog.{kind}.",
     )
     return await _page(request, f)
+
+
+async def as_of(request: Request) -> Response:
+    """`?position=N` or `?time=ISO-8601` (one of them), optionally `&warehouse-id=`."""
+    position_raw = request.query_params.get("position")
+    time_us = _time(request, "time")
+    if (position_raw in (None, "")) == (time_us is None):
+        raise BadRequestError("give exactly one of position or time")
+    position = None if time_us is not None else _int(request, "position", 0)
+    warehouse = _uuid(request.query_params.get("warehouse-id"), "warehouse-id")
+    indexer: Indexer = request.app.state.indexer
+    model = await asyncio.to_thread(indexer.catalog_at, position, time_us)
+    return json_response(model.snapshot(warehouse))
 
 
 def make_indexer(app_state: Any, svc: Services) -> Indexer:

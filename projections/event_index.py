@@ -175,3 +175,13 @@ class EventIndex:
             }
             for r in rows
         ]
+
+    def position_at(self, time_us: int) -> int:
+        """The last position whose event happened at or before `time_us` (0: none)."""
+        with self._cursor() as cur:
+            cur.execute(
+                self._q("SELECT max(position) FROM icelog_event_index WHERE time_us <= ?"),
+                (time_us,),
+            )
+            found = cur.fetchone()
+        return int(found[0]) if found and found[0] is not None else 0

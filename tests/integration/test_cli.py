@@ -90,3 +90,25 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
     assert event["data"]["name"] == "orders"
     after = icelog("events", "tail", "--after", str(head - 1), env=env)
     assert len(after.stdout.splitlines()) == 1, "--after starts after that position"
+
+
+def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    settings = Settings.from_env(env)
+    services = Services.build(settings)
+    try:
+        with TestClient(create_app(settings, services)) as client:
+            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
+            base = f"/catalog/v1/{config['overrides']['prefix']}"
+            client.post(f"{base}/namespaces", json={"namespace": ["sales"]})
+            before_table = int(services.catalog.recorder.max_notification_id() or 0)
+            client.post(f"{base}/namespaces/sales/tables", json={"name": "o", "schema": SCHEMA})
+    finally:
+        services.close()
+    then = icelog("catalog", "at", str(before_table), env=env)
+    assert then.returncode == 0, then.stderr
+    [ns] = json.loads(then.stdout)["warehouses"][0]["namespaces"]
+    assert ns["namespace"] == ["sales"] and ns["tables"] == []
+    now = json.loads(icelog("catalog", "at", "2999-01-01T00:00:00Z", env=env).stdout)
+    assert [t["name"] for t in now["warehouses"][0]["namespaces"][0]["tables"]] == ["o"]
+    assert icelog("catalog", "at", "someday", env=env).returncode == 2

@@ -95,3 +95,43 @@ def test_table_and_view_history(api: Api) -> None:
     unknown = "11111111-1111-1111-1111-111111111111"
     missing = api.client.get(f"{ROOT}/warehouse/{unknown}/table/{table}/history")
     assert missing.status_code == 404
+
+
+def test_the_catalog_as_of_a_past_position_and_time(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"], "properties": {"owner": "ann"}})
+    first = create_table(api, "db", "t")
+    then = api.position()
+    then_time = events(api, after=then - 1)["events"][0]["time"]
+    commit = api.post(
+        "/namespaces/db/tables/t",
+        {"updates": [{"action": "set-properties", "updates": {"k": "v"}}]},
+    )
+    assert commit.status_code == 200
+    api.post("/namespaces/db/properties", {"updates": {"owner": "bob"}, "removals": []})
+    create_table(api, "db", "u")
+    api.delete("/namespaces/db/tables/u")
+    create_view(api, "v")
+
+    def at(**params: Any) -> Any:
+        response = api.client.get(f"{ROOT}/as-of", params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    for past in (at(position=then), at(time=then_time)):
+        assert past["position"] == then
+        [warehouse] = past["warehouses"]
+        [ns] = warehouse["namespaces"]
+        assert ns["namespace"] == ["db"] and ns["properties"] == {"owner": "ann"}
+        assert [(t["name"], t["metadata-location"]) for t in ns["tables"]] == [
+            ("t", first["metadata-location"])
+        ]
+        assert ns["views"] == []
+    now = at(position=api.position(), **{"warehouse-id": api.prefix})
+    [ns] = now["warehouses"][0]["namespaces"]
+    assert ns["properties"] == {"owner": "bob"}
+    assert [t["name"] for t in ns["tables"]] == ["t"], "u was dropped"
+    assert ns["tables"][0]["metadata-location"] == commit.json()["metadata-location"]
+    assert [v["name"] for v in ns["views"]] == ["v"]
+    assert at(position=0)["warehouses"] == []
+    for bad in ({}, {"position": 1, "time": then_time}, {"time": "soon"}):
+        assert api.client.get(f"{ROOT}/as-of", params=bad).status_code == 400
