@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from uuid import UUID
 
 import uvicorn
 
@@ -233,6 +234,22 @@ def _catalog_at(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _metadata_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Each live table's and view's metadata file against what its events fold to."""
+    services = Services.build(settings)
+    try:
+        warehouse = UUID(args.warehouse_id) if args.warehouse_id else None
+        results = services.catalog.verify_metadata(warehouse)
+        bad = [r for r in results if r["status"] != "ok"]
+        for r in results if args.verbose else bad:
+            detail = f"  ({r['detail']})" if "detail" in r else ""
+            print(f"{r['status']:<10} {r['kind']:<5} {r['name']}  {r['metadata-location']}{detail}")
+        print(f"{len(results)} table(s) and view(s) checked; {len(bad)} problem(s)")
+        return 1 if bad else 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -283,6 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     at.add_argument("when", help="a log position (e.g. 1200) or an ISO-8601 time")
     at.add_argument("--warehouse-id", default=None, help="only this warehouse")
     at.set_defaults(run=_catalog_at)
+    metadata = sub.add_parser("metadata", help="metadata files against the log")
+    metadata_sub = metadata.add_subparsers(dest="metadata_command", required=True)
+    mverify = metadata_sub.add_parser(
+        "verify", help="fold each table's events and compare with its metadata file"
+    )
+    mverify.add_argument("--warehouse-id", default=None)
+    mverify.add_argument("-v", "--verbose", action="store_true", help="list every table")
+    mverify.set_defaults(run=_metadata_verify)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

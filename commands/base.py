@@ -162,6 +162,13 @@ class CatalogBase(Application[UUID]):
             raw = file_io.read(location)
         except FileNotFoundError:
             raise NotFoundError(f"Failed to open input stream for file: {location}") from None
+        metadata = self.parse_metadata(raw, location)
+        self.metadata_cache.put(location, metadata)
+        return metadata
+
+    @staticmethod
+    def parse_metadata(raw: bytes, location: str) -> dict[str, Any]:
+        """A metadata file's bytes as a document; 400 when they are not one."""
         try:
             # Readers accept gzip whatever the name says (Iceberg spec, appendix F).
             if raw[:2] == b"\x1f\x8b":
@@ -171,5 +178,4 @@ class CatalogBase(Application[UUID]):
             raise BadRequestError(f"Not a metadata file: {location}") from None
         if not isinstance(metadata, dict):
             raise BadRequestError(f"Not a metadata file: {location}")
-        self.metadata_cache.put(location, metadata)
         return metadata

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from commands.audit import AuditCommands
 from commands.lifecycle import UndropTarget
 from commands.tables import TableState
+from commands.verify import VerifyCommands
 
 __all__ = ["Catalog", "TableState", "UndropTarget"]
 
 
-class Catalog(AuditCommands):
+class Catalog(VerifyCommands):
     """All catalog commands. Construct with an explicit `env` (see api.settings)."""
 
     # The library names an application after its class unless told otherwise, and

@@ -112,3 +112,40 @@ def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
     now = json.loads(icelog("catalog", "at", "2999-01-01T00:00:00Z", env=env).stdout)
     assert [t["name"] for t in now["warehouses"][0]["namespaces"][0]["tables"]] == ["o"]
     assert icelog("catalog", "at", "someday", env=env).returncode == 2
+
+
+def test_metadata_verify_finds_changed_and_missing_files(tmp_path: Path) -> None:
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    settings = Settings.from_env(env)
+    services = Services.build(settings)
+    locations = {}
+    try:
+        with TestClient(create_app(settings, services)) as client:
+            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
+            base = f"/catalog/v1/{config['overrides']['prefix']}"
+            client.post(f"{base}/namespaces", json={"namespace": ["db"]})
+            for name in ("a", "b", "c"):
+                client.post(f"{base}/namespaces/db/tables", json={"name": name, "schema": SCHEMA})
+                for n in range(3):
+                    done = client.post(
+                        f"{base}/namespaces/db/tables/{name}",
+                        json={"updates": [{"action": "set-properties", "updates": {"n": str(n)}}]},
+                    )
+                    assert done.status_code == 200
+                locations[name] = done.json()["metadata-location"][len("file://") :]
+            client.post(f"{base}/namespaces/db/tables", json={"name": "gone", "schema": SCHEMA})
+            client.delete(f"{base}/namespaces/db/tables/gone")
+    finally:
+        services.close()
+    clean = icelog("metadata", "verify", "-v", env=env)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "3 table(s) and view(s) checked; 0 problem(s)" in clean.stdout
+    changed = json.loads(Path(locations["a"]).read_text())
+    changed["properties"]["n"] = "tampered"
+    Path(locations["a"]).write_text(json.dumps(changed))
+    Path(locations["b"]).unlink()
+    found = icelog("metadata", "verify", env=env)
+    assert found.returncode == 1
+    assert "differs    table db.a" in found.stdout and "properties" in found.stdout
+    assert "missing    table db.b" in found.stdout
+    assert "2 problem(s)" in found.stdout

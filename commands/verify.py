@@ -1,0 +1,74 @@
+"""`icelog metadata verify`: every live table's and view's current metadata file against
+the document its events fold to."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from commands.audit import AuditCommands
+from commands.storage import file_io_for
+from domain.errors import CatalogError
+from domain.metadata_fold import fold
+from domain.table import Table
+from domain.view import View
+from domain.warehouse import Warehouse
+
+_FIRST_TOPICS = [
+    Table.Created.TOPIC,
+    Table.Registered.TOPIC,
+    View.Created.TOPIC,
+    View.Registered.TOPIC,
+]
+
+
+class VerifyCommands(AuditCommands):
+    def verify_metadata(self, warehouse_id: UUID | None = None) -> list[dict[str, Any]]:
+        """One result per live table/view: status `ok`, `differs`, `missing` or
+        `unreadable` (with a detail), in log order of creation."""
+        results: list[dict[str, Any]] = []
+        position = 0
+        while True:
+            batch = self.recorder.select_notifications(
+                start=position, limit=1000, topics=_FIRST_TOPICS, inclusive_of_start=False
+            )
+            if not batch:
+                return results
+            for notification in batch:
+                aggregate_id = UUID(str(notification.originator_id))
+                folded = fold(self.events.get(aggregate_id))
+                if folded is None or not folded.live:
+                    continue
+                if warehouse_id is not None and folded.warehouse_id != str(warehouse_id):
+                    continue
+                results.append(self._check_file(aggregate_id, folded))
+            position = batch[-1].id
+
+    def _check_file(self, aggregate_id: UUID, folded: Any) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "id": str(aggregate_id),
+            "kind": folded.kind,
+            "name": folded.name,
+            "metadata-location": folded.metadata_location,
+        }
+        warehouse = self.get_or_none(UUID(folded.warehouse_id), Warehouse)
+        if warehouse is None:
+            return {**result, "status": "unreadable", "detail": "its warehouse is gone"}
+        file_io = file_io_for(warehouse.storage_profile)
+        # Read the file itself, not the process's cache of what it wrote.
+        try:
+            raw = file_io.read(folded.metadata_location)
+        except FileNotFoundError:
+            return {**result, "status": "missing", "detail": "the metadata file does not exist"}
+        try:
+            document = self.parse_metadata(raw, folded.metadata_location)
+        except CatalogError as exc:
+            return {**result, "status": "unreadable", "detail": str(exc)}
+        if document != folded.document:
+            keys = sorted(
+                k
+                for k in set(document) | set(folded.document)
+                if document.get(k) != folded.document.get(k)
+            )
+            return {**result, "status": "differs", "detail": f"fields differ: {', '.join(keys)}"}
+        return {**result, "status": "ok"}
