@@ -83,6 +83,10 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["POST"], "/warehouse/{warehouse_id}/deleted_tabulars/undrop", lifecycle.undrop_tabulars),
     (["POST"], "/warehouse/{warehouse_id}/task/list", lifecycle.list_tasks),
     (["GET"], "/warehouse/{warehouse_id}/task/by-id/{task_id}", lifecycle.get_task),
+    (["GET"], "/events", list_events),
+    (["GET"], "/as-of", as_of),
+    (["GET"], "/warehouse/{warehouse_id}/table/{table_id}/history", tabular_history),
+    (["GET"], "/warehouse/{warehouse_id}/view/{view_id}/history", tabular_history),
     (["GET"], "/warehouse/{warehouse_id}/protection", management.get_protection),
     (["POST"], "/warehouse/{warehouse_id}/protection", management.set_protection),
     *(
@@ -104,16 +108,6 @@ def routes() -> list[BaseRoute]:
     found: list[BaseRoute] = [
         Route("/health", _health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/management/v1/events", list_events, methods=["GET"]),
-        Route("/management/v1/as-of", as_of, methods=["GET"]),
-        *(
-            Route(
-                f"/management/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history",
-                tabular_history,
-                methods=["GET"],
-            )
-            for kind in ("table", "view")
-        ),
         Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".

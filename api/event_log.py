@@ -135,7 +135,7 @@ async def _page(request: Request, f: EventFilter) -> Response:
     return json_response({"events": found, "next-after": next_after})
 
 
-async def list_events(request: Request) -> Response:
+async def list_events(request: Request, _body: Any) -> Response:
     q = request.query_params
     limit = min(_int(request, "limit", 100), MAX_LIMIT) or 100
     f = EventFilter(
@@ -153,7 +153,7 @@ async def list_events(request: Request) -> Response:
     return await _page(request, f)
 
 
-async def tabular_history(request: Request) -> Response:
+async def tabular_history(request: Request, _body: Any) -> Response:
     warehouse = _uuid(request.path_params["warehouse_id"], "warehouse id")
     kind = "table" if "table_id" in request.path_params else "view"
     entity = _uuid(request.path_params[f"{kind}_id"], f"{kind} id")
@@ -169,7 +169,7 @@ async def tabular_history(request: Request) -> Response:
     return await _page(request, f)
 
 
-async def as_of(request: Request) -> Response:
+async def as_of(request: Request, _body: Any) -> Response:
     """`?position=N` or `?time=ISO-8601` (one of them), optionally `&warehouse-id=`."""
     position_raw = request.query_params.get("position")
     time_us = _time(request, "time")

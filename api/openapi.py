@@ -262,7 +262,112 @@ def _lifecycle_paths() -> dict[str, Any]:
         paths[f"/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection"] = _protection_ops(
             kind, [_WAREHOUSE_ID, _path_id(f"{kind}_id")]
         )
-    return {**paths, **_soft_delete_paths()}
+    return {**paths, **_soft_delete_paths(), **_audit_paths()}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "schema": schema, "description": description}
+
+
+def _audit_paths() -> dict[str, Any]:
+    """The event log, per-entity history and point-in-time reads (issue 6)."""
+    uuid = {"type": "string", "format": "uuid"}
+    page = [
+        _query("after", {"type": "integer", "minimum": 0}, "Start after this log position"),
+        _query("limit", {"type": "integer", "minimum": 0, "maximum": 1000}, "Page size (100)"),
+    ]
+    events = {
+        "operationId": "listEvents",
+        "tags": ["audit"],
+        "summary": "The event log, paged by position, with filters",
+        "parameters": [
+            *page,
+            _query("warehouse-id", uuid, "Only this warehouse"),
+            _query("namespace", {"type": "string"}, "Dotted namespace, nested ones included"),
+            _query("tabular-id", uuid, "Only events about this table or view"),
+            _query("aggregate-id", uuid, "Only this aggregate's events"),
+            _query("type", {"type": "string"}, "Type prefix, e.g. io.icelog.table."),
+            _query("actor", {"type": "string"}, "Only this actor"),
+            _query("since", {"type": "string", "format": "date-time"}, "From (inclusive)"),
+            _query("until", {"type": "string", "format": "date-time"}, "To (exclusive)"),
+        ],
+        "responses": {"200": _ok("A page of events", "EventPage"), **_errors(400, 500)},
+    }
+    paths: dict[str, Any] = {
+        "/v1/events": {"get": events},
+        "/v1/as-of": {
+            "get": {
+                "operationId": "getCatalogAsOf",
+                "tags": ["audit"],
+                "summary": "The catalog as of a log position or a time",
+                "parameters": [
+                    _query("position", {"type": "integer", "minimum": 0}, "A log position"),
+                    _query("time", {"type": "string", "format": "date-time"}, "Or a time"),
+                    _query("warehouse-id", uuid, "Only this warehouse"),
+                ],
+                "responses": {
+                    "200": _ok("The catalog then", "CatalogAsOf"),
+                    **_errors(400, 500),
+                },
+            }
+        },
+    }
+    for kind in ("table", "view"):
+        paths[f"/v1/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history"] = {
+            "get": {
+                "operationId": f"get{kind.capitalize()}History",
+                "tags": ["audit"],
+                "summary": f"Every event of one {kind}, in order",
+                "parameters": [_WAREHOUSE_ID, _path_id(f"{kind}_id"), *page],
+                "responses": {
+                    "200": _ok("A page of events", "EventPage"),
+                    **_errors(400, 404, 500),
+                },
+            }
+        }
+    return paths
+
+
+def _audit_schemas() -> dict[str, Any]:
+    text_or_null = {"type": ["string", "null"]}
+    return {
+        "LoggedEvent": {
+            "type": "object",
+            "required": ["position", "time", "type", "aggregate-id", "version", "data"],
+            "properties": {
+                "position": {"type": "integer"},
+                "time": {"type": "string"},
+                "type": {"type": "string"},
+                "aggregate-id": {"type": "string"},
+                "version": {"type": "integer"},
+                "actor": text_or_null,
+                "request-id": text_or_null,
+                "warehouse-id": text_or_null,
+                "namespace": text_or_null,
+                "tabular-id": text_or_null,
+                "subject": text_or_null,
+                "data": {"type": "object"},
+            },
+        },
+        "EventPage": {
+            "type": "object",
+            "required": ["events", "next-after"],
+            "properties": {
+                "events": {"type": "array", "items": {"$ref": "#/components/schemas/LoggedEvent"}},
+                "next-after": {"type": ["integer", "null"]},
+            },
+        },
+        "CatalogAsOf": {
+            "type": "object",
+            "required": ["position", "time", "projects", "warehouses"],
+            "properties": {
+                "position": {"type": "integer"},
+                "time": text_or_null,
+                "projects": {"type": "array", "items": {"type": "object"}},
+                "warehouses": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+    }
 
 
 def _soft_delete_paths() -> dict[str, Any]:
@@ -598,6 +703,7 @@ def management_document() -> dict[str, Any]:
             {"name": "protection", "description": "Protection from drops"},
             {"name": "soft-delete", "description": "Soft-deleted tables and views, undrop"},
             {"name": "tasks", "description": "Background tasks: expiration and purge"},
+            {"name": "audit", "description": "The event log, history, point-in-time reads"},
         ],
         "paths": {
             "/v1/info": {
@@ -725,6 +831,7 @@ def management_document() -> dict[str, Any]:
             },
             "schemas": {
                 **_soft_delete_schemas(),
+                **_audit_schemas(),
                 "SetProtectionRequest": {
                     "type": "object",
                     "required": ["protected"],

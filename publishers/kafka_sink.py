@@ -34,6 +34,7 @@ class KafkaSink:
         self.settings = settings
         self.name = f"kafka:{settings.topic}"
         self._producer: Producer | None = None
+        self._fatal = False
 
     def producer_config(self) -> dict[str, Any]:
         for key, value in _REQUIRED.items():
@@ -53,14 +54,32 @@ class KafkaSink:
         except KafkaException as exc:
             raise SinkConfigError(f"bad Kafka settings: {exc}") from exc
 
+    def _flush_timeout_s(self) -> float:
+        """Wait as long as librdkafka may keep trying a message, then a little."""
+        timeout_ms = self.producer_config().get("message.timeout.ms", 300_000)
+        return float(timeout_ms) / 1000 + 5
+
+    def _replace_producer(self) -> None:
+        """After a fatal error (e.g. an idempotence sequence gap) a producer refuses every
+        message for good: drop it and its queue — the relay re-sends the whole batch."""
+        old = self._producer
+        if old is not None:
+            old.purge()
+        self._producer = Producer(self.producer_config())
+
     async def publish(self, messages: list[OutMessage]) -> None:
         assert self._producer is not None, "start() first"
+        if self._fatal:
+            await asyncio.to_thread(self._replace_producer)
+            self._fatal = False
         producer = self._producer
         failures: list[str] = []
 
         def report(err: KafkaError | None, _msg: Any) -> None:
             if err is not None:
                 failures.append(str(err))
+                if err.fatal():
+                    self._fatal = True
 
         def produce_and_flush() -> int:
             for m in messages:
@@ -79,9 +98,15 @@ class KafkaSink:
                         break
                     except BufferError:
                         producer.poll(0.1)  # local queue full: let deliveries drain
-            return int(producer.flush(self.settings.delivery_timeout_s + 5))
+            return int(producer.flush(self._flush_timeout_s()))
 
-        remaining = await asyncio.to_thread(produce_and_flush)
+        try:
+            remaining = await asyncio.to_thread(produce_and_flush)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and error.fatal():
+                self._fatal = True
+            raise
         if remaining:
             raise KafkaException(f"{remaining} message(s) not delivered in time")
         if failures:
