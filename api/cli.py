@@ -21,7 +21,9 @@ from api.event_log import Indexer
 from api.publishing import LogAccess, build_relay
 from api.services import Services
 from api.settings import Settings, SettingsError
+from projections import maintenance
 from projections.audit_chain import AuditChain
+from projections.schema import READ_MODEL_TABLES
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
 from publishers.nats_sink import SinkConfigError
@@ -250,6 +252,77 @@ def _metadata_verify(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _projections_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    """Rebuild read-model tables from the log, then swap them in (one transaction)."""
+    services = Services.build(settings)
+    progress = maintenance.ProgressLine(sys.stderr)
+    try:
+        app = services.catalog
+        result = maintenance.rebuild_and_swap(app.recorder, app.mapper, args.only, progress)
+    except maintenance.MaintenanceError as exc:
+        progress.done()  # end the progress line before the message
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        progress.done()
+        services.close()
+    rate = result.events / max(result.seconds, 1e-9)
+    print(
+        f"rebuilt {', '.join(result.tables)} from {result.events} event(s) in "
+        f"{result.seconds:.2f} s ({rate:,.0f} events/s); swapped in "
+        f"{result.swap_seconds * 1000:.0f} ms, {result.caught_up} event(s) caught up "
+        "under the log's write lock"
+    )
+    return 0
+
+
+def _projections_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Fold the log into scratch tables and compare with the live read model."""
+    services = Services.build(settings)
+    progress = maintenance.ProgressLine(sys.stderr)
+    try:
+        app = services.catalog
+        result = maintenance.verify(app.recorder, app.mapper, progress)
+    finally:
+        progress.done()
+        services.close()
+    if not result.differences:
+        print(
+            f"read model matches the log: {result.applied} event(s) up to position "
+            f"{result.head} ({result.seconds:.2f} s)"
+        )
+        return 0
+    print(f"{len(result.differences)} row(s) differ from the log (position {result.head}):")
+    for line in result.differences[: args.show]:
+        print(f"  {line}")
+    if len(result.differences) > args.show:
+        print(f"  ... and {len(result.differences) - args.show} more")
+    print("repair with: icelog projections rebuild")
+    return 1
+
+
+def _audit_export_iceberg(args: argparse.Namespace, settings: Settings) -> int:
+    """The event log into an Iceberg table, through a running catalog (incremental)."""
+    try:
+        from api.audit_export import export_events  # noqa: PLC0415 - optional extra
+    except ImportError:
+        print(
+            "icelog: audit export needs PyIceberg: pip install 'icelog[audit-export]'",
+            file=sys.stderr,
+        )
+        return 2
+    services = Services.build(settings)
+    try:
+        indexer = Indexer(services)
+        indexer.index.ensure_schema()
+        indexer.catch_up()
+        appended, position = export_events(indexer.index, args.uri, args.warehouse, args.table)
+        print(f"appended {appended} event(s) to {args.table}; exported up to position {position}")
+        return 0
+    finally:
+        services.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -294,6 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--until", type=int, default=None, help="last position to export")
     export.add_argument("--out", default=None, help="file to write (default: stdout)")
     export.set_defaults(run=_audit_export)
+    iceberg = audit_sub.add_parser(
+        "export", help="append the event log to an Iceberg table through the catalog"
+    )
+    iceberg.add_argument("--uri", default="http://127.0.0.1:8181/catalog", help="catalog URI")
+    iceberg.add_argument("--warehouse", default="default", help="warehouse name")
+    iceberg.add_argument("--table", default="audit.events", help="namespace.table")
+    iceberg.set_defaults(run=_audit_export_iceberg)
     catalog = sub.add_parser("catalog", help="the catalog's state from the log")
     catalog_sub = catalog.add_subparsers(dest="catalog_command", required=True)
     at = catalog_sub.add_parser("at", help="the catalog as of a log position or a time")
@@ -308,6 +388,25 @@ def main(argv: list[str] | None = None) -> int:
     mverify.add_argument("--warehouse-id", default=None)
     mverify.add_argument("-v", "--verbose", action="store_true", help="list every table")
     mverify.set_defaults(run=_metadata_verify)
+    projections = sub.add_parser("projections", help="the read-model tables against the log")
+    projections_sub = projections.add_subparsers(dest="projections_command", required=True)
+    prebuild = projections_sub.add_parser(
+        "rebuild", help="rebuild from the log into new tables, swap them in atomically"
+    )
+    prebuild.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        choices=READ_MODEL_TABLES,
+        metavar="TABLE",
+        help=f"swap only these ({', '.join(READ_MODEL_TABLES)}); the fold reads the whole log",
+    )
+    prebuild.set_defaults(run=_projections_rebuild)
+    pverify = projections_sub.add_parser(
+        "verify", help="fold the log into scratch tables and compare; exit 1 on a difference"
+    )
+    pverify.add_argument("--show", type=int, default=20, help="differences to print")
+    pverify.set_defaults(run=_projections_verify)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
