@@ -185,3 +185,10 @@ class EventIndex:
             )
             found = cur.fetchone()
         return int(found[0]) if found and found[0] is not None else 0
+
+    def analyze(self) -> None:
+        """Refresh planner statistics after a bulk catch-up (PostgreSQL would otherwise plan
+        with the empty table's statistics until autovacuum gets to it)."""
+        if self.dialect == "postgres":
+            with self._cursor() as cur:
+                cur.execute("ANALYZE icelog_event_index")
