@@ -12,10 +12,10 @@ from eventsourcing.application import AggregateNotFoundError
 
 from api.services import Services
 from api.settings import PublishSettings
+from projections.publisher_positions import PositionStore
 from publishers.context import ContextResolver
 from publishers.kafka_sink import KafkaSettings, KafkaSink
 from publishers.nats_sink import NatsSettings, NatsSink
-from publishers.positions import PositionStore
 from publishers.relay import LoggedEvent, Relay
 from publishers.sinks import Sink
 

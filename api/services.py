@@ -19,9 +19,9 @@ from projections.fast_reads import (
     SQLiteTabularReader,
     TabularReader,
 )
+from projections.publisher_positions import PositionStore
 from projections.queries import CatalogQueries
 from projections.task_leases import TaskLeases
-from publishers.positions import PositionStore
 
 DEFAULT_WAREHOUSE_NAME = "default"
 

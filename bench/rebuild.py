@@ -36,7 +36,8 @@ from api.settings import Settings  # noqa: E402
 from domain.context import RequestContext  # noqa: E402
 from domain.identifiers import NamespaceName, TabularName  # noqa: E402
 from projections import maintenance  # noqa: E402
-from projections.rebuild import differences, drop_tables, rebuild, write_transaction  # noqa: E402
+from projections.rebuild import differences, drop_tables, rebuild  # noqa: E402
+from projections.sql import write_transaction  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 SCHEMA = {

@@ -17,15 +17,12 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.rows import tuple_row
+
+from projections.sql import SqlStore
 
 GENESIS = bytes(32)
 SCHEMA = (
@@ -62,32 +59,10 @@ class Verdict:
     reason: str | None
 
 
-class AuditChain:
+class AuditChain(SqlStore):
     def __init__(self, recorder: ApplicationRecorder) -> None:
+        super().__init__(recorder.datastore)  # type: ignore[attr-defined]
         self.recorder = recorder
-        self._datastore: SQLiteDatastore | PostgresDatastore = recorder.datastore  # type: ignore[attr-defined]
-        self.dialect = "postgres" if isinstance(self._datastore, PostgresDatastore) else "sqlite"
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if isinstance(self._datastore, PostgresDatastore):
-            with (
-                self._datastore.get_connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=tuple_row) as cur,
-            ):
-                yield cur
-        else:
-            with self._datastore.transaction(commit=True) as cur:
-                yield cur
-
-    def _run(self, sql: str, params: Any = (), *, fetch: bool = True) -> list[Any]:
-        with self._cursor() as cur:
-            if self.dialect == "postgres":
-                cur.execute(sql.replace("?", "%s"), params, prepare=False)
-            else:
-                cur.execute(sql, params)
-            return [tuple(r) for r in cur.fetchall()] if fetch else []
 
     def ensure_schema(self) -> None:
         self._run(SCHEMA, fetch=False)
@@ -116,15 +91,11 @@ class AuditChain:
                     previous, n.id, n.originator_id, n.originator_version, n.topic, n.state
                 )
                 rows.append((n.id, previous.hex()))
-            with self._cursor() as cur:
-                statement = (
-                    "INSERT INTO icelog_audit_chain (position, link) VALUES (?, ?) "
-                    "ON CONFLICT (position) DO NOTHING"
-                )
-                if self.dialect == "postgres":
-                    cur.executemany(statement.replace("?", "%s"), rows)
-                else:
-                    cur.executemany(statement, rows)
+            self._run_many(
+                "INSERT INTO icelog_audit_chain (position, link) VALUES (?, ?) "
+                "ON CONFLICT (position) DO NOTHING",
+                rows,
+            )
             position = batch[-1].id
             done += len(batch)
         return done

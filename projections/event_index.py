@@ -6,15 +6,13 @@ the highest position indexed). Reads catch it up first, so a caller sees its own
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.rows import tuple_row
+
+from projections.sql import SqlStore
 
 
 def schema(dialect: str) -> list[str]:
@@ -64,42 +62,17 @@ class EventFilter:
     until_us: int | None = None  # exclusive
 
 
-class EventIndex:
-    def __init__(self, datastore: SQLiteDatastore | PostgresDatastore) -> None:
-        self._datastore = datastore
-        self.dialect = "postgres" if isinstance(datastore, PostgresDatastore) else "sqlite"
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if isinstance(self._datastore, PostgresDatastore):
-            with (
-                self._datastore.get_connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=tuple_row) as cur,
-            ):
-                yield cur
-        else:
-            with self._datastore.transaction(commit=True) as cur:
-                yield cur
-
-    def _q(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.dialect == "postgres" else sql
-
+class EventIndex(SqlStore):
     def ensure_schema(self) -> None:
-        with self._cursor() as cur:
-            for statement in schema(self.dialect):
-                cur.execute(statement)
+        for statement in schema(self.dialect):
+            self._run(statement, fetch=False)
 
     def position(self) -> int:
-        with self._cursor() as cur:
-            cur.execute("SELECT max(position) FROM icelog_event_index")
-            found = cur.fetchone()
-        return int(found[0]) if found and found[0] is not None else 0
+        found = self._run("SELECT max(position) FROM icelog_event_index")
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     def write(self, rows: Sequence[IndexRow]) -> None:
-        if not rows:
-            return
-        statement = self._q(
+        statement = (
             "INSERT INTO icelog_event_index (position, time, time_us, type, aggregate_id, version, "
             "actor, request_id, warehouse_id, namespace, tabular_id, subject, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position) DO NOTHING"
@@ -122,8 +95,7 @@ class EventIndex:
             )
             for r in rows
         ]
-        with self._cursor() as cur:
-            cur.executemany(statement, values)
+        self._run_many(statement, values)
 
     def query(self, f: EventFilter) -> list[dict[str, Any]]:
         sql = (
@@ -155,9 +127,7 @@ class EventIndex:
             params.append(f.until_us)
         sql += " ORDER BY position LIMIT ?"
         params.append(f.limit)
-        with self._cursor() as cur:
-            cur.execute(self._q(sql), params)
-            rows = cur.fetchall()
+        rows = self._run(sql, params)
         return [
             {
                 "position": r[0],
@@ -178,17 +148,13 @@ class EventIndex:
 
     def position_at(self, time_us: int) -> int:
         """The last position whose event happened at or before `time_us` (0: none)."""
-        with self._cursor() as cur:
-            cur.execute(
-                self._q("SELECT max(position) FROM icelog_event_index WHERE time_us <= ?"),
-                (time_us,),
-            )
-            found = cur.fetchone()
-        return int(found[0]) if found and found[0] is not None else 0
+        found = self._run(
+            "SELECT max(position) FROM icelog_event_index WHERE time_us <= ?", (time_us,)
+        )
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     def analyze(self) -> None:
         """Refresh planner statistics after a bulk catch-up (PostgreSQL would otherwise plan
         with the empty table's statistics until autovacuum gets to it)."""
         if self.dialect == "postgres":
-            with self._cursor() as cur:
-                cur.execute("ANALYZE icelog_event_index")
+            self._run("ANALYZE icelog_event_index", fetch=False)

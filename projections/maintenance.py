@@ -41,10 +41,10 @@ from projections.rebuild import (
     drop_tables,
     index_statements,
     snapshot_transaction,
-    write_transaction,
 )
 from projections.rebuild import compare as compare_tables
 from projections.schema import READ_MODEL_TABLES, create_statements
+from projections.sql import write_transaction
 
 NEW_PREFIX = "rebuild_"
 OLD_PREFIX = "old_"

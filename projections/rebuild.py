@@ -33,6 +33,7 @@ from domain.table import Table
 from domain.view import View
 from projections.catalog_view import CatalogView, Cursor, _fold
 from projections.schema import READ_MODEL_TABLES, create_statements
+from projections.sql import write_transaction
 
 BATCH = 2000
 # Documents a fold keeps in memory to fold the next commit without reading the row back.
@@ -46,28 +47,6 @@ Progress = Callable[[int], None]
 
 def dialect_of(datastore: Datastore) -> str:
     return "postgres" if isinstance(datastore, PostgresDatastore) else "sqlite"
-
-
-@contextmanager
-def write_transaction(datastore: Datastore) -> Iterator[Any]:
-    """One read-write transaction. On SQLite it takes the write lock at BEGIN (IMMEDIATE): a
-    deferred transaction that reads first could not write if a server appended meanwhile."""
-    if isinstance(datastore, PostgresDatastore):
-        with (
-            datastore.get_connection() as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=tuple_row) as cur,
-        ):
-            yield cur
-        return
-    with datastore.get_connection(commit=True) as lite, lite.cursor() as cur:
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            yield cur
-        except BaseException:
-            lite.rollback()
-            raise
-        lite.commit()
 
 
 @contextmanager

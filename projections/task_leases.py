@@ -13,13 +13,7 @@ aggregate, whose version check is the final guard against a double start.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.rows import tuple_row
+from projections.sql import SqlStore
 
 _CLAIM = (
     "INSERT INTO icelog_task_leases (task_id, worker, lease_until_ms) "
@@ -35,34 +29,7 @@ _CLAIM = (
 )
 
 
-class TaskLeases:
-    def __init__(self, datastore: SQLiteDatastore | PostgresDatastore) -> None:
-        self._datastore = datastore
-        self.dialect = "postgres" if isinstance(datastore, PostgresDatastore) else "sqlite"
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if isinstance(self._datastore, PostgresDatastore):
-            with (
-                self._datastore.get_connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=tuple_row) as cur,
-            ):
-                yield cur
-        else:
-            with self._datastore.transaction(commit=True) as cur:
-                yield cur
-
-    def _run(
-        self, sql: str, params: tuple[Any, ...], *, fetch: bool = True
-    ) -> list[tuple[Any, ...]]:
-        with self._cursor() as cur:
-            if self.dialect == "postgres":
-                cur.execute(sql.replace("?", "%s"), params, prepare=False)
-            else:
-                cur.execute(sql, params)
-            return [tuple(r) for r in cur.fetchall()] if fetch else []
-
+class TaskLeases(SqlStore):
     def claim(self, worker: str, *, now_ms: int, lease_ms: int, limit: int) -> list[str]:
         """Lease up to `limit` due tasks that no live lease holds; returns their ids."""
         lock = " FOR UPDATE OF t SKIP LOCKED" if self.dialect == "postgres" else ""

@@ -17,12 +17,11 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from uuid import uuid4
 
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
-from publishers.positions import PositionStore
 from publishers.sinks import OutMessage, Sink
 
 log = logging.getLogger("icelog.publish")
@@ -39,6 +38,22 @@ class LoggedEvent:
 ReadLog = Callable[[int, int], Sequence[LoggedEvent]]
 
 
+class Positions(Protocol):
+    """Each sink's durable position and lease (projections.publisher_positions)."""
+
+    def ensure_schema(self) -> None: ...
+
+    def acquire(self, sink: str, owner: str, *, now_ms: int, lease_ms: int) -> int | None:
+        """Take or renew the lease; the position to continue from, or None."""
+
+    def advance(self, sink: str, owner: str, position: int, *, now_ms: int, lease_ms: int) -> bool:
+        """Record acknowledged events up to `position`; False once the lease is lost."""
+
+    def release(self, sink: str, owner: str) -> None: ...
+
+    def positions(self) -> dict[str, int]: ...
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -48,7 +63,7 @@ class Relay:
         self,
         sink: Sink,
         read_log: ReadLog,
-        positions: PositionStore,
+        positions: Positions,
         resolver: ContextResolver,
         *,
         source: str,

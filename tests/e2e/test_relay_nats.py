@@ -269,7 +269,9 @@ def test_two_relays_for_one_sink_take_turns(
         writer = Writer(server, tables=4)
         for n in range(25):
             writer.commit_round(n)
-        assert wait_until(lambda: caught_up(server, env), timeout=60)
+        assert wait_until(lambda: caught_up(server, env), timeout=60), "\n".join(
+            (tmp_path / f"relay{n}.log").read_text()[-2000:] for n in range(2)
+        )
         # The active relay dies; the standby takes over after the lease (2 s).
         logs = [(tmp_path / f"relay{n}.log").read_text() for n in range(2)]
         active = next(n for n, text in enumerate(logs) if "publishing from position" in text)
@@ -277,7 +279,9 @@ def test_two_relays_for_one_sink_take_turns(
         relays[active].wait()
         for n in range(25, 50):
             writer.commit_round(n)
-        assert wait_until(lambda: caught_up(server, env), timeout=60)
+        assert wait_until(lambda: caught_up(server, env), timeout=60), "\n".join(
+            (tmp_path / f"relay{n}.log").read_text()[-2000:] for n in range(2)
+        )
         total = head(server)
         events = consume(broker, env, total)
         sequences = [int(e["sequence"]) for e in events]

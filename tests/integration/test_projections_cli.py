@@ -26,8 +26,8 @@ from api.settings import Settings
 from domain.context import SYSTEM, RequestContext
 from domain.identifiers import NamespaceName, TabularName
 from projections import maintenance
-from projections.rebuild import write_transaction
 from projections.schema import READ_MODEL_TABLES, create_statements
+from projections.sql import write_transaction
 from tests.integration.conftest import BACKENDS, SCHEMA, Api, create_table, make_settings
 from tests.integration.test_cli import icelog
 from tests.integration.test_views_api import create_view

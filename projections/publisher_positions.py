@@ -8,13 +8,7 @@ cannot move the position, and stops.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.rows import tuple_row
+from projections.sql import SqlStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS icelog_publisher_positions ("
@@ -23,32 +17,7 @@ SCHEMA = (
 )
 
 
-class PositionStore:
-    def __init__(self, datastore: SQLiteDatastore | PostgresDatastore) -> None:
-        self._datastore = datastore
-        self.dialect = "postgres" if isinstance(datastore, PostgresDatastore) else "sqlite"
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if isinstance(self._datastore, PostgresDatastore):
-            with (
-                self._datastore.get_connection() as conn,
-                conn.transaction(),
-                conn.cursor(row_factory=tuple_row) as cur,
-            ):
-                yield cur
-        else:
-            with self._datastore.transaction(commit=True) as cur:
-                yield cur
-
-    def _run(self, sql: str, params: tuple[Any, ...], *, fetch: bool = True) -> list[Any]:
-        with self._cursor() as cur:
-            if self.dialect == "postgres":
-                cur.execute(sql.replace("?", "%s"), params, prepare=False)
-            else:
-                cur.execute(sql, params)
-            return [tuple(r) for r in cur.fetchall()] if fetch else []
-
+class PositionStore(SqlStore):
     def ensure_schema(self) -> None:
         self._run(SCHEMA, (), fetch=False)
 
