@@ -33,7 +33,6 @@ from collections import OrderedDict
 from typing import Any
 
 import nats
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
@@ -137,7 +136,7 @@ async def follow(args: argparse.Namespace) -> int:
         while True:
             try:
                 messages = await subscription.fetch(args.batch, timeout=1)
-            except NatsTimeoutError:
+            except TimeoutError:  # nats' own TimeoutError, or asyncio's from deeper down
                 messages = []
             if not messages:
                 if args.once and time.monotonic() - last_message >= args.idle:

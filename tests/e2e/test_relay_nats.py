@@ -124,7 +124,7 @@ async def _consume(url: str, stream: str, prefix: str, expected: int, timeout: f
         while len(found) < expected and time.monotonic() < deadline:
             try:
                 batch = await sub.fetch(500, timeout=1)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats raises its own subclass or asyncio's
                 continue
             for msg in batch:
                 found.append((msg.metadata.sequence.stream, json.loads(msg.data)))

@@ -188,7 +188,7 @@ class Catalog:
                 while True:
                     try:
                         batch = await sub.fetch(1000, timeout=0.5)
-                    except nats.errors.TimeoutError:
+                    except TimeoutError:  # nats raises its own subclass or asyncio's
                         return found
                     for msg in batch:
                         event = json.loads(msg.data)
