@@ -26,7 +26,7 @@ from projections.audit_chain import AuditChain
 from projections.schema import READ_MODEL_TABLES
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
-from publishers.nats_sink import SinkConfigError
+from publishers.sinks import SinkConfigError
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

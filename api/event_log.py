@@ -12,11 +12,11 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import json_response
+from api.http import json_response, parse_uuid
 from api.publishing import LogAccess
-from api.routes import services
+from api.routes.management import get_warehouse_row
 from api.services import Services
-from domain.errors import BadRequestError, NoSuchWarehouseError
+from domain.errors import BadRequestError
 from projections.as_of import CatalogAsOf
 from projections.event_index import EventFilter, EventIndex, IndexRow
 from publishers.cloud_events import event_data
@@ -120,29 +120,31 @@ def _time(request: Request, name: str) -> int | None:
 
 
 def _uuid(raw: str | None, name: str) -> str | None:
-    if raw in (None, ""):
-        return None
-    try:
-        return str(UUID(raw))
-    except ValueError:
-        raise BadRequestError(f"{name} must be a UUID") from None
+    """An optional id filter, normalised."""
+    return None if raw in (None, "") else str(parse_uuid(raw, name))
 
 
-async def _page(request: Request, f: EventFilter) -> Response:
+def _limit(request: Request) -> int:
+    return min(_int(request, "limit", 100), MAX_LIMIT) or 100
+
+
+async def _page(request: Request, f: EventFilter, *, warehouse_id: str | None = None) -> Response:
+    """One page of events; with `warehouse_id`, empty when they belong to another one."""
     indexer: Indexer = request.app.state.indexer
     # Catch up first: whoever just wrote sees their own events.
     await asyncio.to_thread(indexer.catch_up)
     found = await asyncio.to_thread(indexer.index.query, f)
+    if warehouse_id is not None and found and found[0]["warehouse-id"] != warehouse_id:
+        found = []
     next_after = found[-1]["position"] if len(found) == f.limit else None
     return json_response({"events": found, "next-after": next_after})
 
 
 async def list_events(request: Request, _body: Any) -> Response:
     q = request.query_params
-    limit = min(_int(request, "limit", 100), MAX_LIMIT) or 100
     f = EventFilter(
         after=_int(request, "after", 0),
-        limit=limit,
+        limit=_limit(request),
         warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
         namespace=q.get("namespace") or None,
         tabular_id=_uuid(q.get("tabular-id"), "tabular-id"),
@@ -156,25 +158,17 @@ async def list_events(request: Request, _body: Any) -> Response:
 
 
 async def tabular_history(request: Request, _body: Any) -> Response:
-    warehouse = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    warehouse = await asyncio.to_thread(get_warehouse_row, request)
     kind = "table" if "table_id" in request.path_params else "view"
     entity = _uuid(request.path_params[f"{kind}_id"], f"{kind} id")
-    if services(request).queries.warehouse(str(warehouse)) is None:
-        raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse}")
     # By aggregate alone (its own index); an id from another warehouse has no history here.
     f = EventFilter(
         after=_int(request, "after", 0),
-        limit=min(_int(request, "limit", 100), MAX_LIMIT) or 100,
+        limit=_limit(request),
         aggregate_id=entity,
         type_prefix=f"io.icelog.{kind}.",
     )
-    indexer: Indexer = request.app.state.indexer
-    await asyncio.to_thread(indexer.catch_up)
-    found = await asyncio.to_thread(indexer.index.query, f)
-    if found and found[0]["warehouse-id"] != str(warehouse):
-        found = []  # the id belongs to another warehouse
-    next_after = found[-1]["position"] if len(found) == f.limit else None
-    return json_response({"events": found, "next-after": next_after})
+    return await _page(request, f, warehouse_id=str(warehouse["id"]))
 
 
 async def as_of(request: Request, _body: Any) -> Response:

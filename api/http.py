@@ -70,6 +70,14 @@ def endpoint(fn: Handler | AsyncHandler) -> Callable[[Request], Awaitable[Respon
     return run
 
 
+def parse_uuid(value: Any, what: str) -> uuid.UUID:
+    """An id from a path, query or body; 400 when it is not a UUID."""
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise BadRequestError(f"{what} must be a UUID, got {value!r}") from None
+
+
 def context(request: Request) -> RequestContext:
     request_id = request.headers.get("x-request-id") or str(uuid.uuid4())
     return RequestContext(actor="anonymous", request_id=request_id[:128])

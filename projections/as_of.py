@@ -34,7 +34,7 @@ class CatalogAsOf:
     time: str | None = None
     projects: dict[str, str] = field(default_factory=dict)
     warehouses: dict[str, dict[str, Any]] = field(default_factory=dict)
-    namespaces: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, Any]] = field(default_factory=dict)
     tabulars: dict[str, _Tabular] = field(default_factory=dict)
 
     def apply(self, position: int, event: Any) -> None:
@@ -60,12 +60,13 @@ class CatalogAsOf:
 
     def _namespace(self, agg: str, event: Any) -> None:
         if isinstance(event, (Namespace.Created, Namespace.Recreated)):
-            self.namespaces[(agg, str(event.warehouse_id))] = {
+            self.namespaces[agg] = {
+                "warehouse-id": str(event.warehouse_id),
                 "levels": tuple(event.levels),
                 "properties": dict(event.properties),
             }
             return
-        found = next((v for (i, _w), v in self.namespaces.items() if i == agg), None)
+        found = self.namespaces.get(agg)
         if found is None:
             return
         if isinstance(event, Namespace.PropertiesUpdated):
@@ -73,7 +74,7 @@ class CatalogAsOf:
                 found["properties"].pop(key, None)
             found["properties"].update(event.updated)
         elif isinstance(event, Namespace.Dropped):
-            self.namespaces = {k: v for k, v in self.namespaces.items() if k[0] != agg}
+            del self.namespaces[agg]
 
     def _tabular(self, agg: str, event: Any) -> None:
         if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
@@ -104,8 +105,8 @@ class CatalogAsOf:
             if warehouse_id is not None and wid != warehouse_id:
                 continue
             namespaces = []
-            for (_nid, w), ns in sorted(self.namespaces.items(), key=lambda kv: kv[1]["levels"]):
-                if w != wid:
+            for ns in sorted(self.namespaces.values(), key=lambda n: n["levels"]):
+                if ns["warehouse-id"] != wid:
                     continue
                 inside = [
                     (tid, t)

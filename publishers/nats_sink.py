@@ -16,11 +16,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import NotFoundError
 
-from publishers.sinks import OutMessage
-
-
-class SinkConfigError(ValueError):
-    """The sink cannot be used as configured (reported at start-up)."""
+from publishers.sinks import OutMessage, SinkConfigError
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+class SinkConfigError(ValueError):
+    """The sink cannot be used as configured (reported at start-up)."""
+
+
 @dataclass(frozen=True)
 class OutMessage:
     """One CloudEvent ready to send."""

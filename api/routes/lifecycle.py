@@ -8,28 +8,26 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import context, json_response, no_content, page_params, require_object
+from api.http import (
+    context,
+    json_response,
+    no_content,
+    page_params,
+    parse_uuid,
+    require_object,
+)
 from api.routes import services
+from api.routes.management import get_warehouse_row
 from commands.catalog import UndropTarget
-from domain.errors import BadRequestError, NoSuchWarehouseError, NotFoundError
+from domain.errors import BadRequestError, NotFoundError
 from domain.identifiers import reject_control_characters
 from domain.task import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED
 
 TASK_STATES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED)
 
 
-def _uuid(value: Any, what: str) -> UUID:
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise BadRequestError(f"{what} must be a UUID, got {value!r}") from None
-
-
 def _warehouse_id(request: Request) -> str:
-    wid = _uuid(request.path_params["warehouse_id"], "warehouse id")
-    if services(request).queries.warehouse(str(wid)) is None:
-        raise NoSuchWarehouseError(f"Warehouse does not exist: {wid}")
-    return str(wid)
+    return str(get_warehouse_row(request)["id"])
 
 
 def list_deleted_tabulars(request: Request, _body: Any) -> Response:
@@ -41,7 +39,9 @@ def list_deleted_tabulars(request: Request, _body: Any) -> Response:
     namespace = None
     raw_ns = request.query_params.get("namespaceId")
     if raw_ns:
-        namespace = svc.catalog.namespace_name(UUID(warehouse_id), _uuid(raw_ns, "namespaceId"))
+        namespace = svc.catalog.namespace_name(
+            UUID(warehouse_id), parse_uuid(raw_ns, "namespaceId")
+        )
     items, next_token = svc.queries.deleted_tabulars(warehouse_id, namespace, token, size or 100)
     return json_response({"tabulars": items, "next-page-token": next_token})
 
@@ -57,7 +57,9 @@ def _target(item: Any) -> UndropTarget:
         if not isinstance(new_name, str) or not new_name:
             raise BadRequestError("new-name must be a non-empty string")
         reject_control_characters(new_name, "new-name")
-    return UndropTarget(kind=kind, tabular_id=_uuid(item.get("id"), "target id"), new_name=new_name)
+    return UndropTarget(
+        kind=kind, tabular_id=parse_uuid(item.get("id"), "target id"), new_name=new_name
+    )
 
 
 def undrop_tabulars(request: Request, body: Any) -> Response:
@@ -84,7 +86,7 @@ def list_tasks(request: Request, body: Any) -> Response:
         raise BadRequestError(f"status must be one of {', '.join(TASK_STATES)}")
     tasks = services(request).queries.tasks(
         warehouse_id,
-        entity_id=str(_uuid(entity, "entity-id")) if entity is not None else None,
+        entity_id=str(parse_uuid(entity, "entity-id")) if entity is not None else None,
         status=status,
     )
     return json_response({"tasks": tasks})
@@ -92,7 +94,7 @@ def list_tasks(request: Request, body: Any) -> Response:
 
 def get_task(request: Request, _body: Any) -> Response:
     warehouse_id = _warehouse_id(request)
-    task_id = _uuid(request.path_params["task_id"], "task id")
+    task_id = parse_uuid(request.path_params["task_id"], "task id")
     found = services(request).queries.task(str(task_id))
     if found is None or found["warehouse-id"] != warehouse_id:
         raise NotFoundError(f"Task does not exist: {task_id}")

@@ -9,7 +9,7 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import context, json_response, no_content, require_object
+from api.http import context, json_response, no_content, parse_uuid, require_object
 from api.routes import services
 from api.routes.config import project_id
 from api.routes.namespaces import drop_recursively
@@ -28,19 +28,12 @@ def _version() -> str:
         return "0.0.0"
 
 
-def _uuid(value: Any, what: str) -> UUID:
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise BadRequestError(f"{what} must be a UUID, got {value!r}") from None
-
-
 def _project_from(request: Request, body: dict[str, Any] | None = None) -> UUID:
     explicit = request.path_params.get("project_id")
     if explicit is not None:
-        return _uuid(explicit, "project id")
+        return parse_uuid(explicit, "project id")
     if body and body.get("project-id"):
-        return _uuid(body["project-id"], "project-id")
+        return parse_uuid(body["project-id"], "project-id")
     return UUID(project_id(request))
 
 
@@ -81,7 +74,7 @@ def create_project(request: Request, body: Any) -> Response:
     pid = services(request).catalog.create_project(
         context(request),
         data.get("project-name"),  # type: ignore[arg-type]  # validated by the command
-        _uuid(requested, "project-id") if requested else None,
+        parse_uuid(requested, "project-id") if requested else None,
     )
     return json_response({"project-id": str(pid)})
 
@@ -128,8 +121,9 @@ def create_warehouse(request: Request, body: Any) -> Response:
     return json_response({"warehouse-id": str(warehouse_id)})
 
 
-def _get_warehouse(request: Request) -> dict[str, Any]:
-    wid = _uuid(request.path_params["warehouse_id"], "warehouse id")
+def get_warehouse_row(request: Request) -> dict[str, Any]:
+    """The `{warehouse_id}` of the path, from the read model; 404 when it does not exist."""
+    wid = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
     found = services(request).queries.warehouse(str(wid))
     if found is None:
         raise NoSuchWarehouseError(f"Warehouse does not exist: {wid}")
@@ -146,7 +140,7 @@ def _public(warehouse: dict[str, Any], protected: bool = False) -> dict[str, Any
 
 
 def get_warehouse(request: Request, _body: Any) -> Response:
-    warehouse = _get_warehouse(request)
+    warehouse = get_warehouse_row(request)
     catalog = services(request).catalog
     protected, _ = catalog.protection(UUID(warehouse["id"]), "warehouse", UUID(warehouse["id"]))
     return json_response(_public(warehouse, protected))
@@ -154,7 +148,7 @@ def get_warehouse(request: Request, _body: Any) -> Response:
 
 def rename_warehouse(request: Request, body: Any) -> Response:
     data = require_object(body, "RenameWarehouseRequest")
-    warehouse = _get_warehouse(request)
+    warehouse = get_warehouse_row(request)
     services(request).catalog.rename_warehouse(
         context(request),
         UUID(warehouse["id"]),
@@ -164,7 +158,7 @@ def rename_warehouse(request: Request, body: Any) -> Response:
 
 
 def delete_warehouse(request: Request, _body: Any) -> Response:
-    warehouse = _get_warehouse(request)
+    warehouse = get_warehouse_row(request)
     services(request).catalog.delete_warehouse(context(request), UUID(warehouse["id"]))
     return no_content()
 
@@ -172,7 +166,7 @@ def delete_warehouse(request: Request, _body: Any) -> Response:
 # -- delete profile and protection -------------------------------------------------------------
 def update_delete_profile(request: Request, body: Any) -> Response:
     data = require_object(body, "UpdateWarehouseDeleteProfileRequest")
-    warehouse = _get_warehouse(request)
+    warehouse = get_warehouse_row(request)
     services(request).catalog.change_delete_profile(
         context(request), UUID(warehouse["id"]), data.get("delete-profile")
     )
@@ -180,11 +174,11 @@ def update_delete_profile(request: Request, body: Any) -> Response:
 
 
 def _protection_target(request: Request) -> tuple[UUID, str, UUID]:
-    warehouse_id = _uuid(request.path_params["warehouse_id"], "warehouse id")
+    warehouse_id = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
     for kind in ("table", "view", "namespace"):
         raw = request.path_params.get(f"{kind}_id")
         if raw is not None:
-            return warehouse_id, kind, _uuid(raw, f"{kind} id")
+            return warehouse_id, kind, parse_uuid(raw, f"{kind} id")
     return warehouse_id, "warehouse", warehouse_id
 
 
@@ -209,8 +203,8 @@ def set_protection(request: Request, body: Any) -> Response:
 def drop_namespace_by_id(request: Request, _body: Any) -> Response:
     """Cascade drop by id (`?recursive=true` drops everything inside first)."""
     svc = services(request)
-    warehouse_id = _uuid(request.path_params["warehouse_id"], "warehouse id")
-    ns_id = _uuid(request.path_params["namespace_id"], "namespace id")
+    warehouse_id = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
+    ns_id = parse_uuid(request.path_params["namespace_id"], "namespace id")
     name = svc.catalog.namespace_name(warehouse_id, ns_id)
     recursive = (request.query_params.get("recursive") or "false").lower() == "true"
     purge = (request.query_params.get("purge") or "false").lower() == "true"
