@@ -27,10 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from publish import drop_database, fill_log, make_database, pct  # noqa: E402
+from publish import fill_log, pct  # noqa: E402
 
 from api.services import Services  # noqa: E402
 from api.settings import Settings  # noqa: E402
+from tests.support.postgres import create_database as make_database  # noqa: E402
+from tests.support.postgres import drop_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402
 
 

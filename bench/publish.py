@@ -28,7 +28,6 @@ from typing import Any
 
 import httpx
 import nats
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,6 +38,8 @@ from api.settings import Settings  # noqa: E402
 from domain.context import RequestContext  # noqa: E402
 from domain.identifiers import NamespaceName, TabularName  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
+from tests.support.postgres import create_database as make_database  # noqa: E402
+from tests.support.postgres import drop_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402
 
 SCHEMA = {
@@ -51,19 +52,6 @@ SCHEMA = {
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def make_database() -> str:
-    name = f"icelog_bench_{secrets.token_hex(4)}"
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://postgres@127.0.0.1:5432/{name}"
-
-
-def drop_database(url: str) -> None:
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def fill_log(services: Services, events: int) -> int:

@@ -11,7 +11,6 @@ trivially met; no ISR shrink, no unclean leader election, no log truncation), Cr
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import signal
 import subprocess
@@ -31,7 +30,7 @@ from tests.e2e.test_relay_nats import Writer, assert_complete_and_ordered, head,
 from tests.support.clients import wait_until
 from tests.support.fixtures import ServerFactory
 from tests.support.kafka_mock import KafkaMock, start_kafka_mock
-from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer
+from tests.support.server import CatalogServer, start_icelog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -76,20 +75,7 @@ def caught_up(server: CatalogServer, kafka: KafkaMock) -> bool:
 
 def start_relay(server: CatalogServer, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """`icelog publish kafka` on the server's store."""
-    child = dict(os.environ)
-    child.pop("ICELOG_DATABASE_URL", None)
-    child["ICELOG_DATA_DIR"] = str(server.data_dir)
-    if server.database_url:
-        child["ICELOG_DATABASE_URL"] = server.database_url
-    child.update(env)
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [str(ICELOG_BIN), "publish", "kafka"],
-            cwd=REPO_ROOT,
-            env=child,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    return start_icelog(server, ["publish", "kafka"], env, log)
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:

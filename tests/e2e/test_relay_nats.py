@@ -24,7 +24,7 @@ import pytest
 from tests.support.clients import wait_until
 from tests.support.fixtures import ServerFactory
 from tests.support.nats_server import NatsServer, start_nats
-from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer
+from tests.support.server import ICELOG_BIN, CatalogServer, start_icelog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -56,20 +56,7 @@ def relay_env(broker: NatsServer) -> dict[str, str]:
 
 
 def start_relay(server: CatalogServer, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    child = dict(os.environ)
-    child.pop("ICELOG_DATABASE_URL", None)
-    child["ICELOG_DATA_DIR"] = str(server.data_dir)
-    if server.database_url:
-        child["ICELOG_DATABASE_URL"] = server.database_url
-    child.update(env)
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [str(ICELOG_BIN), "publish", "nats"],
-            cwd=REPO_ROOT,
-            env=child,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    return start_icelog(server, ["publish", "nats"], env, log)
 
 
 def metric(server: CatalogServer, name: str, sink: str | None = None) -> float:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ import pytest
 
 from tests.support.clients import files_under, rest_catalog, wait_until
 from tests.support.fixtures import BACKENDS, ServerFactory
-from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer
+from tests.support.server import CatalogServer, start_icelog
 
 pytestmark = pytest.mark.parametrize("store", BACKENDS)
 
@@ -44,22 +43,9 @@ def server(store: str, catalog_server_factory: ServerFactory) -> Iterator[Catalo
 
 
 def start_worker(server: CatalogServer, log: Path, **env: str) -> subprocess.Popen[bytes]:
-    child = dict(os.environ)
-    child.pop("ICELOG_DATABASE_URL", None)
-    child["ICELOG_DATA_DIR"] = str(server.data_dir)
-    if server.database_url:
-        child["ICELOG_DATABASE_URL"] = server.database_url
-    child.update(FAST_TASKS)
-    child["ICELOG_TASK_WORKERS"] = "1"
-    child.update(env)
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [str(ICELOG_BIN), "tasks", "run"],
-            cwd=REPO_ROOT,
-            env=child,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    return start_icelog(
+        server, ["tasks", "run"], {**FAST_TASKS, "ICELOG_TASK_WORKERS": "1", **env}, log
+    )
 
 
 def tasks(server: CatalogServer, warehouse_id: str) -> list[dict[str, Any]]:

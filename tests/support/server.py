@@ -124,3 +124,23 @@ def start_server(
     raise RuntimeError(
         f"icelog serve did not become healthy within {timeout:.0f}s ({last_error}):\n{server.log()}"
     )
+
+
+def start_icelog(
+    server: CatalogServer, args: list[str], env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """Another `icelog` process (a relay, a task worker) on `server`'s store, output to `log`."""
+    child = dict(os.environ)
+    child.pop("ICELOG_DATABASE_URL", None)
+    child["ICELOG_DATA_DIR"] = str(server.data_dir)
+    if server.database_url:
+        child["ICELOG_DATABASE_URL"] = server.database_url
+    child.update(env)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [str(ICELOG_BIN), *args],
+            cwd=REPO_ROOT,
+            env=child,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
