@@ -21,7 +21,7 @@ from api.idempotency import idempotent
 from api.metrics import metrics, registry_for
 from api.openapi import openapi_routes
 from api.publishing import run_relays
-from api.routes import config, lifecycle, management, namespaces, tables, views
+from api.routes import config, lifecycle, management, namespaces, signing, tables, views
 from api.services import Services
 from api.settings import Settings
 from domain.errors import CatalogError
@@ -46,6 +46,8 @@ CATALOG_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["POST"], "/tables/rename", tables.rename_table),
     (["POST"], "/transactions/commit", tables.commit_transaction),
     (["GET"], "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials),
+    (["POST"], "/namespaces/{namespace}/tables/{table}/sign", signing.sign_table_request),
+    (["POST"], "/v1/aws/s3/sign", signing.sign_warehouse_request),
     (["GET"], "/namespaces/{namespace}/views", views.list_views),
     (["POST"], "/namespaces/{namespace}/views", views.create_view),
     (["GET", "HEAD"], "/namespaces/{namespace}/views/{view}", views.load_view),
@@ -72,6 +74,12 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
     (["DELETE"], "/warehouse/{warehouse_id}", management.delete_warehouse),
     (["POST"], "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
     (["POST"], "/warehouse/{warehouse_id}/delete-profile", management.update_delete_profile),
+    (["POST"], "/warehouse/{warehouse_id}/storage", management.update_storage),
+    (
+        ["POST"],
+        "/warehouse/{warehouse_id}/storage-credential",
+        management.update_storage_credential,
+    ),
     (
         ["DELETE"],
         "/warehouse/{warehouse_id}/namespace/{namespace_id}",

@@ -20,10 +20,11 @@ from api.audit import Chainer, recorded_heads
 from api.event_log import Indexer
 from api.publishing import LogAccess, build_relay
 from api.services import Services
-from api.settings import Settings, SettingsError
+from api.settings import PREFIX, Settings, SettingsError
 from projections import maintenance
 from projections.audit_chain import AuditChain
 from projections.schema import READ_MODEL_TABLES
+from projections.secrets import SecretStore, SecretUnreadable
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
 from publishers.sinks import SinkConfigError
@@ -323,6 +324,23 @@ def _audit_export_iceberg(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def _secrets_rotate(_args: argparse.Namespace, settings: Settings) -> int:
+    """Re-encrypt every storage credential under ICELOG_SECRETS_KEY (old keys from
+    ICELOG_SECRETS_OLD_KEYS decrypt what is not yet under it)."""
+    services = Services.build(settings)
+    try:
+        store = services.catalog.secrets
+        assert isinstance(store, SecretStore)
+        changed = store.rotate()
+    except SecretUnreadable as exc:
+        print(f"icelog: {exc}; add the key it was sealed with to {PREFIX}SECRETS_OLD_KEYS")
+        return 1
+    finally:
+        services.close()
+    print(f"re-encrypted {changed} storage credential(s) under the current key")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -407,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     pverify.add_argument("--show", type=int, default=20, help="differences to print")
     pverify.set_defaults(run=_projections_verify)
+    secrets = sub.add_parser("secrets", help="storage credentials, encrypted at rest")
+    secrets_sub = secrets.add_subparsers(dest="secrets_command", required=True)
+    rotate = secrets_sub.add_parser(
+        "rotate", help="re-encrypt every credential under ICELOG_SECRETS_KEY"
+    )
+    rotate.set_defaults(run=_secrets_rotate)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:

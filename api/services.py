@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from uuid import UUID
 
 from api.settings import Settings
+from api.storage_access import StorageAccess
 from commands.catalog import Catalog
 from commands.task_worker import TaskWorkers
 from domain.context import SYSTEM
@@ -21,9 +25,33 @@ from projections.fast_reads import (
 )
 from projections.publisher_positions import PositionStore
 from projections.queries import CatalogQueries
+from projections.secrets import SecretStore, parse_key
+from projections.sql import Datastore
 from projections.task_leases import TaskLeases
 
 DEFAULT_WAREHOUSE_NAME = "default"
+KEY_FILE = "secrets.key"
+
+
+def embedded_key(data_dir: Path) -> str:
+    """The embedded default's key: generated once into the data directory (mode 0600),
+    so a single-process catalog needs no setting. PostgreSQL requires ICELOG_SECRETS_KEY."""
+    path = data_dir / KEY_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+    return path.read_text().strip()
+
+
+def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:
+    encoded = settings.secrets_key or embedded_key(settings.data_dir)
+    store = SecretStore(
+        datastore, parse_key(encoded), tuple(parse_key(k) for k in settings.secrets_old_keys)
+    )
+    store.ensure_schema()
+    return store
 
 
 @dataclass
@@ -33,6 +61,7 @@ class Services:
     queries: CatalogQueries
     reader: TabularReader
     tasks: TaskWorkers
+    access: StorageAccess
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -47,6 +76,7 @@ class Services:
         catalog.task_max_attempts = settings.task_max_attempts
         catalog.task_backoff_ms = int(settings.task_retry_backoff_seconds * 1000)
         catalog.purge_delete_rate = settings.purge_delete_rate
+        catalog.secrets = secret_store(settings, catalog.recorder.datastore)  # type: ignore[attr-defined]
         tasks = TaskWorkers(
             catalog,
             TaskLeases(catalog.recorder.datastore),  # type: ignore[attr-defined]
@@ -75,7 +105,14 @@ class Services:
                 max_size=settings.pg_read_connections,
                 cache_bytes=settings.metadata_cache_bytes,
             )
-        return cls(settings=settings, catalog=catalog, queries=queries, reader=reader, tasks=tasks)
+        return cls(
+            settings=settings,
+            catalog=catalog,
+            queries=queries,
+            reader=reader,
+            tasks=tasks,
+            access=StorageAccess(catalog),
+        )
 
     def ensure_defaults(self) -> None:
         """Embedded default: bootstrapped server, default project (nil UUID), and a

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from projections.secrets import SecretKeyError, parse_key
+
 PREFIX = "ICELOG_"
 
 
@@ -45,6 +47,29 @@ def _float(value: str, name: str, minimum: float = 0.0) -> float:
     if not number >= minimum:  # also refuses NaN
         raise SettingsError(f"{name} must be >= {minimum}, got {value}")
     return number
+
+
+def _checked_key(value: str, name: str) -> str:
+    # The format check lives with the cipher; settings refuse a bad key before the
+    # server starts, and never print it.
+    try:
+        parse_key(value)
+    except SecretKeyError as exc:
+        raise SettingsError(f"{name}: {exc}") from None
+    return value
+
+
+def _secrets_key(value: str, *, postgres: bool) -> str | None:
+    """The storage-credentials key. Required on PostgreSQL (shared by every replica); the
+    embedded default keeps a generated key file in the data directory instead."""
+    if not value.strip():
+        if postgres:
+            raise SettingsError(
+                f"{PREFIX}SECRETS_KEY is required with PostgreSQL: 32 random bytes, base64 "
+                "(openssl rand -base64 32); it encrypts storage credentials"
+            )
+        return None
+    return _checked_key(value.strip(), PREFIX + "SECRETS_KEY")
 
 
 SINKS = ("nats", "kafka")
@@ -146,6 +171,9 @@ class Settings:
     publish: PublishSettings = field(default_factory=PublishSettings)
     audit_chain_interval_seconds: float = 1.0
     audit_anchor_interval_seconds: float = 300.0
+    secrets_key: str | None = None
+    secrets_old_keys: tuple[str, ...] = ()
+    skip_storage_validation: bool = False
 
     @property
     def backend(self) -> str:
@@ -216,6 +244,15 @@ class Settings:
             audit_anchor_interval_seconds=_float(
                 get("AUDIT_ANCHOR_INTERVAL_SECONDS", "300"),
                 PREFIX + "AUDIT_ANCHOR_INTERVAL_SECONDS",
+            ),
+            secrets_key=_secrets_key(get("SECRETS_KEY", ""), postgres=url is not None),
+            secrets_old_keys=tuple(
+                _checked_key(k.strip(), PREFIX + "SECRETS_OLD_KEYS")
+                for k in get("SECRETS_OLD_KEYS", "").split(",")
+                if k.strip()
+            ),
+            skip_storage_validation=_bool(
+                get("SKIP_STORAGE_VALIDATION", "false"), PREFIX + "SKIP_STORAGE_VALIDATION"
             ),
         )
 

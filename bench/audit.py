@@ -31,8 +31,8 @@ from publish import fill_log, pct  # noqa: E402
 
 from api.services import Services  # noqa: E402
 from api.settings import Settings  # noqa: E402
+from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
 from tests.support.postgres import create_database as make_database  # noqa: E402
-from tests.support.postgres import drop_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402
 
 
@@ -63,6 +63,7 @@ def main() -> None:
         env = {"ICELOG_DATA_DIR": str(data), "ICELOG_TASK_WORKERS": "0"}
         if url:
             env["ICELOG_DATABASE_URL"] = url
+            env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
         services = Services.build(Settings.from_env(env))
         services.ensure_defaults()
         head = fill_log(services, args.events)

@@ -38,8 +38,8 @@ from api.settings import Settings  # noqa: E402
 from domain.context import RequestContext  # noqa: E402
 from domain.identifiers import NamespaceName, TabularName  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
+from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
 from tests.support.postgres import create_database as make_database  # noqa: E402
-from tests.support.postgres import drop_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402
 
 SCHEMA = {
@@ -98,6 +98,7 @@ def throughput(backend: str, events: int, work: Path, nats_url: str) -> dict[str
     }
     if url:
         env["ICELOG_DATABASE_URL"] = url
+        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
     services = Services.build(Settings.from_env(env))
     try:
         services.ensure_defaults()

@@ -85,6 +85,7 @@ def scenario(backend: str, events: int, tables: int, repeat: int, work: Path) ->
     env = {"ICELOG_DATA_DIR": str(work / f"{backend}-{tables}"), "ICELOG_TASK_WORKERS": "0"}
     if url:
         env["ICELOG_DATABASE_URL"] = url
+        env["ICELOG_SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
     services = Services.build(Settings.from_env(env))
     try:
         services.ensure_defaults()

@@ -59,6 +59,8 @@ class Server:
             ) as c:
                 c.execute(f'CREATE DATABASE "{self.dbname}"')
             env["ICELOG_DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:5432/{self.dbname}"
+            # A benchmark-only key (PostgreSQL mode requires one): 32 base64 bytes.
+            env.setdefault("ICELOG_SECRETS_KEY", "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY=")
         cmd = [str(ROOT / ".venv/bin/icelog"), "serve", "--port", str(self.port)]
         if workers > 1:
             cmd += ["--workers", str(workers)]

@@ -16,6 +16,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
 
 from commands.group_commit import ConcurrentChange, GroupCommitter
+from commands.storage import file_io_for
 from domain.claims import NameClaim
 from domain.errors import (
     BadRequestError,
@@ -24,7 +25,7 @@ from domain.errors import (
     ServiceUnavailableError,
 )
 from domain.namespace import Namespace
-from domain.ports import FileIO
+from domain.ports import FileIO, SecretVault
 from domain.project import Project
 from domain.table import Table
 from domain.view import View
@@ -80,6 +81,10 @@ class CatalogBase(Application[UUID]):
         Project: 200,
     }
 
+    # Storage credentials (encrypted, outside the log); handed in by the composition root
+    # because commands/ cannot import projections/. None: only file warehouses work.
+    secrets: SecretVault | None = None
+
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env=env)
         self.metadata_cache = MetadataCache()
@@ -106,6 +111,17 @@ class CatalogBase(Application[UUID]):
             raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
         self._storage_cache[warehouse_id] = (now, warehouse.storage_profile)
         return warehouse.storage_profile
+
+    def file_io(self, storage_profile: dict[str, Any]) -> FileIO:
+        """The FileIO for a warehouse's storage profile (S3 with its stored credential)."""
+        return file_io_for(storage_profile, self.secrets)
+
+    def cached_storage_profile(self, warehouse_id: UUID) -> dict[str, Any] | None:
+        """The profile if this replica read it recently (never touches the database)."""
+        cached = self._storage_cache.get(warehouse_id)
+        if cached is None or time.monotonic() - cached[0] >= STORAGE_PROFILE_TTL_S:
+            return None
+        return cached[1]
 
     # -- loading -------------------------------------------------------------------------
     def get_or_none(self, aggregate_id: UUID, cls: type[A]) -> A | None:

@@ -8,7 +8,6 @@ from uuid import UUID
 
 from commands.base import now_ms
 from commands.group_commit import ConcurrentChange
-from commands.storage import file_io_for
 from commands.views import ViewCommands
 from domain.context import RequestContext
 from domain.idempotency import IdempotencyRecord, idempotency_id
@@ -58,4 +57,4 @@ class IdempotencyCommands(ViewCommands):
 
     def metadata_document(self, warehouse_id: UUID, location: str) -> dict[str, Any]:
         """A metadata document by location (immutable) in a warehouse's storage."""
-        return self.load_metadata(location, file_io_for(self.storage_profile(warehouse_id)))
+        return self.load_metadata(location, self.file_io(self.storage_profile(warehouse_id)))

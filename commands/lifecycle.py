@@ -17,7 +17,6 @@ from eventsourcing.domain import Aggregate
 
 from commands.base import now_ms
 from commands.protection import ProtectionCommands
-from commands.storage import file_io_for
 from domain.claims import NameClaim
 from domain.context import RequestContext
 from domain.errors import AlreadyExistsError, BadRequestError, ConflictError, NotFoundError
@@ -242,7 +241,7 @@ class LifecycleCommands(ProtectionCommands):
 
         def attempt() -> None:
             warehouse = self.get_warehouse(warehouse_id)
-            file_io = file_io_for(warehouse.storage_profile)
+            file_io = self.file_io(warehouse.storage_profile)
             loaded: dict[UUID, Aggregate] = {}  # one object per aggregate in this append
             taken: set[TabularName] = set()
             for target in targets:

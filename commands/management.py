@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from commands.base import CatalogBase
-from commands.storage import validate_storage_profile
+from commands.storage import credential_for, validate_storage_profile
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import (
@@ -16,6 +16,7 @@ from domain.errors import (
     NoSuchProjectError,
     NoSuchWarehouseError,
     NotEmptyError,
+    ServiceUnavailableError,
 )
 from domain.identifiers import SERVER_ID, reject_control_characters, warehouse_claim_id
 from domain.project import Project
@@ -23,6 +24,7 @@ from domain.protection import ensure_unprotected
 from domain.server import Server
 from domain.warehouse import Warehouse
 
+R = TypeVar("R")
 HARD_DELETE: dict[str, Any] = {"type": "hard"}
 
 
@@ -160,13 +162,17 @@ class ManagementCommands(CatalogBase):
         project_id: UUID,
         name: str,
         storage_profile: object,
+        storage_credential: object = None,
         delete_profile: object = None,
         check_access: bool = True,
     ) -> UUID:
         validate_name(name, "warehouse-name")
-        profile = validate_storage_profile(storage_profile, check_access=check_access)
+        profile, credential = validate_storage_profile(
+            storage_profile, storage_credential, check_access=check_access
+        )
         deletion = validate_delete_profile(delete_profile)
         warehouse_id = uuid4()
+        secret_id = self._seal_credential(profile, credential)
 
         def attempt() -> UUID:
             project = self.get_project(project_id)
@@ -190,7 +196,108 @@ class ManagementCommands(CatalogBase):
             self.save_all(name_claim, warehouse, project)
             return warehouse_id
 
-        return self.retrying(attempt)
+        return self._forget_on_failure(secret_id, lambda: self.retrying(attempt))
+
+    # -- storage ---------------------------------------------------------------------------
+    def _seal_credential(
+        self, profile: dict[str, Any], credential: dict[str, Any] | None
+    ) -> UUID | None:
+        """Store a credential encrypted, outside the log; the profile gets only its id."""
+        if credential is None:
+            return None
+        if self.secrets is None:
+            raise ServiceUnavailableError("This server cannot store storage credentials")
+        secret_id = self.secrets.put(credential)
+        profile["credential-id"] = str(secret_id)
+        return secret_id
+
+    def _forget_on_failure(self, secret_id: UUID | None, command: Callable[[], R]) -> R:
+        """A credential sealed for a command that then failed is deleted again."""
+        try:
+            return command()
+        except BaseException:
+            if secret_id is not None and self.secrets is not None:
+                self.secrets.delete(secret_id)
+            raise
+
+    def update_storage(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        *,
+        storage_profile: object,
+        storage_credential: object = None,
+        check_access: bool = True,
+    ) -> None:
+        """New storage settings for the same storage location. Without a new credential the
+        current one is kept (and used for the access check)."""
+        current = self.get_warehouse(warehouse_id)
+        old_profile = current.storage_profile
+        if isinstance(storage_profile, dict) and storage_profile.get("type") != old_profile.get(
+            "type"
+        ):
+            raise BadRequestError("The storage profile's type cannot change")
+        keep_credential = storage_credential is None and old_profile.get("type") == "s3"
+        if keep_credential:
+            storage_credential = credential_for(old_profile, self.secrets)
+        profile, credential = validate_storage_profile(
+            storage_profile, storage_credential, check_access=check_access
+        )
+        if profile["base-location"] != old_profile["base-location"]:
+            raise BadRequestError(
+                "The storage location cannot change (tables live there): "
+                f"{old_profile['base-location']} → {profile['base-location']}"
+            )
+        if keep_credential:
+            profile["credential-id"] = old_profile["credential-id"]
+            secret_id = None
+        else:
+            secret_id = self._seal_credential(profile, credential)
+        self._replace_profile(ctx, warehouse_id, profile, secret_id)
+
+    def update_storage_credential(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        storage_credential: object,
+        *,
+        check_access: bool = True,
+    ) -> None:
+        """A new credential for the same profile (key rotation at the storage provider)."""
+        current = self.get_warehouse(warehouse_id)
+        settings = {k: v for k, v in current.storage_profile.items() if k not in ("credential-id",)}
+        profile, credential = validate_storage_profile(
+            settings, storage_credential, check_access=check_access
+        )
+        secret_id = self._seal_credential(profile, credential)
+        self._replace_profile(ctx, warehouse_id, profile, secret_id)
+
+    def _replace_profile(
+        self,
+        ctx: RequestContext,
+        warehouse_id: UUID,
+        profile: dict[str, Any],
+        secret_id: UUID | None,
+    ) -> None:
+        replaced: list[str] = []
+
+        def attempt() -> None:
+            warehouse = self.get_warehouse(warehouse_id)
+            if warehouse.storage_profile == profile:
+                return
+            old_credential = warehouse.storage_profile.get("credential-id")
+            warehouse.change_storage_profile(profile, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(warehouse)
+            if old_credential is not None and old_credential != profile.get("credential-id"):
+                replaced.append(str(old_credential))
+
+        self._forget_on_failure(secret_id, lambda: self.retrying(attempt))
+        self._storage_cache.pop(warehouse_id, None)
+        # The replaced credential is no longer referenced by the current profile; it is
+        # deleted so that a revoked key does not linger, even encrypted.
+        for old in replaced:
+            if self.secrets is not None:
+                self.secrets.delete(UUID(old))
 
     def rename_warehouse(self, ctx: RequestContext, warehouse_id: UUID, name: str) -> None:
         validate_name(name, "new-name")
@@ -216,7 +323,7 @@ class ManagementCommands(CatalogBase):
         self.retrying(attempt)
 
     def delete_warehouse(self, ctx: RequestContext, warehouse_id: UUID) -> None:
-        def attempt() -> None:
+        def attempt() -> object:
             warehouse = self.get_warehouse(warehouse_id)
             ensure_unprotected(warehouse.is_protected, f"Warehouse {warehouse.name}")
             if warehouse.namespace_count > 0:
@@ -240,5 +347,8 @@ class ManagementCommands(CatalogBase):
             if project is not None and not project.deleted:
                 project.remove_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
             self.save_all(name_claim, warehouse, project)
+            return warehouse.storage_profile.get("credential-id")
 
-        self.retrying(attempt)
+        credential_id = self.retrying(attempt)
+        if credential_id is not None and self.secrets is not None:
+            self.secrets.delete(UUID(str(credential_id)))

@@ -13,7 +13,6 @@ import orjson
 from commands.base import now_ms
 from commands.group_commit import ConcurrentChange
 from commands.namespaces import NamespaceCommands
-from commands.storage import file_io_for
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import (
@@ -25,7 +24,12 @@ from domain.errors import (
     NoSuchTableError,
 )
 from domain.identifiers import TabularName, tabular_claim_id
-from domain.locations import default_table_location, is_inside, normalize_location
+from domain.locations import (
+    check_scheme_allowed,
+    default_table_location,
+    is_inside,
+    normalize_location,
+)
 from domain.namespace import Namespace
 from domain.ports import FileIO, LocationIndex
 from domain.properties import reject_secret_properties
@@ -163,6 +167,7 @@ class TableCommands(NamespaceCommands):
         return existing
 
     def _check_location(self, warehouse: Warehouse, location: str) -> None:
+        check_scheme_allowed(warehouse.storage_profile, location)
         if not is_inside(location, warehouse.base_location):
             raise BadRequestError(
                 f"Location {location} is not inside the warehouse location "
@@ -180,6 +185,7 @@ class TableCommands(NamespaceCommands):
         """A new table's or view's location: the requested one if it is free and inside the
         warehouse, else `<warehouse>/<namespace>/<name>-<id>`."""
         if requested:
+            check_scheme_allowed(warehouse.storage_profile, requested)
             location = normalize_location(requested)
             self._check_location(warehouse, location)
             return location
@@ -250,7 +256,7 @@ class TableCommands(NamespaceCommands):
     ) -> TableState:
         """Write the first metadata file, then claim the name, create the table and count
         it in its namespace — one append (the file is removed if the append loses a race)."""
-        file_io = file_io_for(warehouse.storage_profile)
+        file_io = self.file_io(warehouse.storage_profile)
         md_location, data = self._write_first_file(file_io, metadata)
         name_claim = self._table_claim(existing, warehouse.id, name, table_id, ctx)
         table = Table.create(
@@ -349,7 +355,7 @@ class TableCommands(NamespaceCommands):
             return one(self.get_table(warehouse_id, name), optimistic=False)
 
         def one(table: Table, *, optimistic: bool) -> TableState:
-            file_io = file_io_for(self.storage_profile(warehouse_id))
+            file_io = self.file_io(self.storage_profile(warehouse_id))
             try:
                 staged = self._stage_commit(
                     ctx, warehouse_id, table, requirements, updates, file_io
@@ -432,7 +438,7 @@ class TableCommands(NamespaceCommands):
                 raise BadRequestError("assert-create is not supported in transactions/commit")
 
         def attempt() -> None:
-            file_io = file_io_for(self.storage_profile(warehouse_id))
+            file_io = self.file_io(self.storage_profile(warehouse_id))
             tables: dict[UUID, Table] = {}
             staged: list[_Staged] = []
             try:
@@ -549,11 +555,12 @@ class TableCommands(NamespaceCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_claim(warehouse_id, name)
+            check_scheme_allowed(warehouse.storage_profile, metadata_location)
             if not is_inside(metadata_location, warehouse.base_location):
                 raise BadRequestError(
                     f"Metadata location {metadata_location} is not inside the warehouse"
                 )
-            file_io = file_io_for(warehouse.storage_profile)
+            file_io = self.file_io(warehouse.storage_profile)
             metadata = self.load_metadata(metadata_location, file_io)
             if not isinstance(metadata.get("location"), str) or "format-version" not in metadata:
                 raise BadRequestError(f"Not an Iceberg table metadata file: {metadata_location}")

@@ -16,7 +16,6 @@ from uuid import UUID
 from commands.base import now_ms
 from commands.group_commit import ConcurrentChange
 from commands.lifecycle import LifecycleCommands
-from commands.storage import file_io_for
 from commands.storage.purge import reachable_files
 from domain.context import RequestContext
 from domain.errors import NotFoundError
@@ -160,7 +159,7 @@ class TaskCommands(LifecycleCommands):
         warehouse = self.get_or_none(task.warehouse_id, Warehouse)
         if warehouse is None or warehouse.deleted:
             raise NotFoundError(f"Warehouse {task.warehouse_id} no longer exists")
-        file_io = file_io_for(warehouse.storage_profile)
+        file_io = self.file_io(warehouse.storage_profile)
         location = str(task.payload["metadata-location"])
         try:
             metadata: dict[str, Any] = self.load_metadata(location, file_io)

@@ -7,7 +7,6 @@ from typing import Any
 from uuid import UUID
 
 from commands.audit import AuditCommands
-from commands.storage import file_io_for
 from domain.errors import CatalogError
 from domain.metadata_fold import fold
 from domain.table import Table
@@ -54,7 +53,7 @@ class VerifyCommands(AuditCommands):
         warehouse = self.get_or_none(UUID(folded.warehouse_id), Warehouse)
         if warehouse is None:
             return {**result, "status": "unreadable", "detail": "its warehouse is gone"}
-        file_io = file_io_for(warehouse.storage_profile)
+        file_io = self.file_io(warehouse.storage_profile)
         # Read the file itself, not the process's cache of what it wrote.
         try:
             raw = file_io.read(folded.metadata_location)

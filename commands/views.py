@@ -7,13 +7,12 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from commands.base import now_ms
-from commands.storage import file_io_for
 from commands.tables import TableCommands, TableState, metadata_dir
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
 from domain.identifiers import TabularName, tabular_claim_id
-from domain.locations import is_inside, normalize_location
+from domain.locations import check_scheme_allowed, is_inside, normalize_location
 from domain.metadata_state import Metadata
 from domain.properties import reject_secret_properties
 from domain.table_metadata import metadata_file_version
@@ -100,7 +99,7 @@ class ViewCommands(TableCommands):
                 properties=properties,
                 now_ms=now_ms(),
             )
-            file_io = file_io_for(warehouse.storage_profile)
+            file_io = self.file_io(warehouse.storage_profile)
             md_location = self._new_view_file(metadata, 0)
             data = self.remember_metadata(md_location, metadata)
             self.write_metadata(file_io, md_location, data)
@@ -138,11 +137,12 @@ class ViewCommands(TableCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_view_claim(warehouse_id, name)
+            check_scheme_allowed(warehouse.storage_profile, metadata_location)
             if not is_inside(metadata_location, warehouse.base_location):
                 raise BadRequestError(
                     f"Metadata location {metadata_location} is not inside the warehouse"
                 )
-            file_io = file_io_for(warehouse.storage_profile)
+            file_io = self.file_io(warehouse.storage_profile)
             metadata = self.load_metadata(metadata_location, file_io)
             if "view-uuid" not in metadata or not isinstance(metadata.get("location"), str):
                 raise BadRequestError(f"Not an Iceberg view metadata file: {metadata_location}")
@@ -182,7 +182,7 @@ class ViewCommands(TableCommands):
         top of the newer version (server-side retry, as the RCK expects)."""
 
         def attempt() -> TableState:
-            file_io = file_io_for(self.storage_profile(warehouse_id))
+            file_io = self.file_io(self.storage_profile(warehouse_id))
             view = self.get_view(warehouse_id, name)
             base = self.load_metadata(view.metadata_location, file_io)
             check_view_requirements(base, requirements)

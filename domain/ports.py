@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
+from uuid import UUID
 
 
 class FileIO(Protocol):
@@ -42,3 +43,16 @@ class TaskLeaseStore(Protocol):
 
     def next_due_ms(self) -> int | None:
         """When the earliest open task falls due."""
+
+
+class SecretVault(Protocol):
+    """Storage credentials, kept encrypted outside the event log (projections/secrets.py)."""
+
+    def put(self, value: dict[str, Any]) -> UUID:
+        """Store a secret; its new id."""
+
+    def get(self, secret_id: UUID) -> dict[str, Any] | None:
+        """A stored secret, or None when there is none with that id."""
+
+    def delete(self, secret_id: UUID) -> None:
+        """Forget a secret (no error when it is gone)."""

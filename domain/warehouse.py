@@ -11,7 +11,7 @@ from domain.protection import Protectable
 
 
 class Warehouse(Protectable, Aggregate):
-    """A warehouse. The storage profile holds no secrets (only a credential reference, later).
+    """A warehouse. The storage profile holds no secrets, only a credential's id.
 
     `namespace_count` counts top-level namespaces, so deleting a warehouse conflicts with
     a concurrent top-level namespace create instead of orphaning it.
@@ -75,6 +75,16 @@ class Warehouse(Protectable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.delete_profile = self.delete_profile
 
+    class StorageProfileChanged(Event):
+        """A new storage profile (same storage location; new settings or a new credential
+        reference). Secrets are never in the profile, only the credential's id."""
+
+        TOPIC = "icelog.warehouse.storage-profile-changed.v1"
+        storage_profile: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.storage_profile = self.storage_profile
+
     class ProtectionChanged(Event):
         """Protection on or off: a protected warehouse cannot be dropped."""
 
@@ -136,6 +146,16 @@ class Warehouse(Protectable, Aggregate):
 
     def delete(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Deleted, actor=actor, request_id=request_id)
+
+    def change_storage_profile(
+        self, storage_profile: dict[str, Any], *, actor: str, request_id: str
+    ) -> None:
+        self.trigger_event(
+            self.StorageProfileChanged,
+            storage_profile=storage_profile,
+            actor=actor,
+            request_id=request_id,
+        )
 
     def change_delete_profile(
         self, delete_profile: dict[str, Any], *, actor: str, request_id: str

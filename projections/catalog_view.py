@@ -112,6 +112,12 @@ class CatalogView:
                 "UPDATE {p}icelog_warehouses SET delete_profile = ? WHERE id = ?",
                 (orjson.dumps(event.delete_profile).decode(), wid),
             )
+        elif isinstance(event, Warehouse.StorageProfileChanged):
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_warehouses SET storage_profile = ? WHERE id = ?",
+                (orjson.dumps(event.storage_profile).decode(), wid),
+            )
         elif isinstance(event, Warehouse.Deleted):
             self._exec(cur, "DELETE FROM {p}icelog_warehouses WHERE id = ?", (wid,))
 

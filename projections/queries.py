@@ -190,6 +190,20 @@ class CatalogQueries:
         )
         return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
 
+    def tabular_location(self, tabular_id: str) -> str | None:
+        """A live table's or view's location (its data and metadata live below it)."""
+        r = self.row("SELECT location FROM icelog_tabulars WHERE id = ?", (tabular_id,))
+        return str(r[0]) if r else None
+
+    def table_containing(self, warehouse_id: str, location: str) -> tuple[str, str] | None:
+        """The live table whose location holds `location`: (id, table location)."""
+        r = self.row(
+            "SELECT id, location FROM icelog_tabulars WHERE warehouse_id = ? AND kind = 'table' "
+            "AND substr(?, 1, length(location) + 1) = location || '/' LIMIT 1",
+            (warehouse_id, location),
+        )
+        return (str(r[0]), str(r[1])) if r else None
+
     def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
         """A tabular whose location equals, contains or is contained in `location`: live
         ones, and soft-dropped ones too, whose files are still there to be undropped."""

@@ -423,6 +423,42 @@ def run_scenario(cat: Catalog) -> None:
     )
     other = created["warehouse-id"]
     cat.mgmt("POST", f"/warehouse/{other}/rename", {"new-name": "campaigns_2025"})
+    # An S3 warehouse whose credential is rotated: the log records only the new id.
+    lake = cat.mgmt(
+        "POST",
+        "/warehouse",
+        {
+            "warehouse-name": "lake",
+            "project-id": project,
+            "storage-profile": {
+                "type": "s3",
+                "bucket": "example-lake",
+                "key-prefix": "marketing",
+                "region": "eu-central-1",
+                "sts-enabled": True,
+                "sts-role-arn": "arn:aws:iam::123456789012:role/icelog-vended",
+            },
+            "storage-credential": {
+                "type": "s3",
+                "credential-type": "access-key",
+                "access-key-id": "AKIAEXAMPLEKEYID0001",
+                "secret-access-key": "example-secret-never-logged",
+            },
+        },
+    )["warehouse-id"]
+    cat.mgmt(
+        "POST",
+        f"/warehouse/{lake}/storage-credential",
+        {
+            "new-storage-credential": {
+                "type": "s3",
+                "credential-type": "access-key",
+                "access-key-id": "AKIAEXAMPLEKEYID0002",
+                "secret-access-key": "rotated-secret-never-logged",
+            }
+        },
+    )
+    cat.mgmt("DELETE", f"/warehouse/{lake}")
     cat.mgmt("DELETE", f"/warehouse/{other}")
     cat.mgmt("POST", f"/project/{project}/rename", {"new-name": "marketing-archive"})
     cat.mgmt("DELETE", f"/project/{project}")
@@ -458,6 +494,8 @@ def collect_events(workdir: Path) -> list[dict[str, Any]]:
             "ICELOG_DATA_DIR": str(workdir / "data"),
             "ICELOG_DEFAULT_WAREHOUSE_LOCATION": f"file://{workdir / 'warehouse'}",
             "ICELOG_TASK_WORKERS": "0",
+            # The S3 warehouse of the scenario is never reached: no storage probe.
+            "ICELOG_SKIP_STORAGE_VALIDATION": "true",
             "ICELOG_TASK_RETRY_BACKOFF_SECONDS": "1",
             "ICELOG_IDEMPOTENCY_LIFETIME_SECONDS": "1",
         }
@@ -698,6 +736,11 @@ WHEN: dict[str, str] = {
         "`POST /management/v1/warehouse/{id}/delete-profile`: what drops do from now on (a "
         "soft drop fixes its own expiry at drop time)."
     ),
+    "icelog.warehouse.storage-profile-changed.v1": (
+        "`POST /management/v1/warehouse/{id}/storage` or `.../storage-credential`: new "
+        "storage settings or a new credential for the same storage location. The credential "
+        "itself is never in the log: the profile names it by `credential-id`."
+    ),
     "icelog.warehouse.protection-changed.v1": (
         "Protection switched on or off (`POST /management/v1/warehouse/{id}/protection`). A "
         "protected warehouse cannot be deleted."
@@ -896,6 +939,12 @@ FIELDS: dict[str, dict[str, str]] = {
     "icelog.warehouse.namespace-removed.v1": {"namespace-id": "The top-level namespace's id."},
     "icelog.warehouse.delete-profile-changed.v1": {
         "delete-profile": '`{"type": "hard"}` or `{"type": "soft", "expiration-seconds": N}`.'
+    },
+    "icelog.warehouse.storage-profile-changed.v1": {
+        "storage-profile": (
+            "The whole new profile (`type`, `base-location`, S3 settings, `credential-id`); "
+            "never secrets."
+        )
     },
     "icelog.project.created.v1": {"name": "The project's name."},
     "icelog.project.renamed.v1": {"name": "The new name."},

@@ -109,16 +109,46 @@ def delete_project(request: Request, _body: Any) -> Response:
 # -- warehouses ------------------------------------------------------------------------------
 def create_warehouse(request: Request, body: Any) -> Response:
     data = require_object(body, "CreateWarehouseRequest")
-    if data.get("storage-credential") is not None:
-        raise BadRequestError("storage-credential is not supported for file storage profiles")
-    warehouse_id = services(request).catalog.create_warehouse(
+    svc = services(request)
+    warehouse_id = svc.catalog.create_warehouse(
         context(request),
         project_id=_project_from(request, data),
         name=data.get("warehouse-name"),  # type: ignore[arg-type]  # validated by the command
         storage_profile=data.get("storage-profile"),
+        storage_credential=data.get("storage-credential"),
         delete_profile=data.get("delete-profile"),
+        check_access=not svc.settings.skip_storage_validation,
     )
     return json_response({"warehouse-id": str(warehouse_id)})
+
+
+def update_storage(request: Request, body: Any) -> Response:
+    """Lakekeeper's update-storage-profile: new settings for the same location, optionally
+    with a new credential (the current one is kept otherwise)."""
+    data = require_object(body, "UpdateWarehouseStorageRequest")
+    warehouse = get_warehouse_row(request)
+    svc = services(request)
+    svc.catalog.update_storage(
+        context(request),
+        UUID(warehouse["id"]),
+        storage_profile=data.get("storage-profile"),
+        storage_credential=data.get("storage-credential"),
+        check_access=not svc.settings.skip_storage_validation,
+    )
+    return no_content()
+
+
+def update_storage_credential(request: Request, body: Any) -> Response:
+    data = require_object(body, "UpdateWarehouseCredentialRequest")
+    warehouse = get_warehouse_row(request)
+    svc = services(request)
+    svc.catalog.update_storage_credential(
+        context(request),
+        UUID(warehouse["id"]),
+        data.get("new-storage-credential"),
+        check_access=not svc.settings.skip_storage_validation,
+    )
+    return no_content()
 
 
 def get_warehouse_row(request: Request) -> dict[str, Any]:

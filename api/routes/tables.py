@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,6 +22,7 @@ from api.http import (
     require_object,
 )
 from api.routes import prefix, services
+from api.storage_access import TableAccess
 from commands.catalog import TableState
 from domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
 from domain.identifiers import TabularName
@@ -30,8 +33,28 @@ def _name(request: Request) -> TabularName:
     return TabularName(namespace_param(request), path_param(request, "table"))
 
 
-def _load_result(state: TableState) -> dict[str, Any]:
-    result: dict[str, Any] = {"metadata": state.metadata, "config": {}}
+def catalog_root(request: Request) -> str:
+    """Where clients reach `/catalog` (signer requests are sent there)."""
+    return str(request.base_url).rstrip("/") + "/catalog"
+
+
+def table_access(
+    request: Request, warehouse_id: UUID, name: TabularName, location: str
+) -> TableAccess:
+    return services(request).access.for_table(
+        warehouse_id=warehouse_id,
+        name=name,
+        location=location,
+        delegation=request.headers.get("x-iceberg-access-delegation"),
+        catalog_root=catalog_root(request),
+    )
+
+
+def _load_result(
+    request: Request, warehouse_id: UUID, name: TabularName, state: TableState
+) -> dict[str, Any]:
+    access = table_access(request, warehouse_id, name, str(state.metadata["location"]))
+    result: dict[str, Any] = {"metadata": state.metadata, **access.response_fields()}
     if state.metadata_location is not None:
         result["metadata-location"] = state.metadata_location
     return result
@@ -92,9 +115,10 @@ def create_table(request: Request, body: Any) -> Response:
         raise BadRequestError("write-order must be an object")
     if location is not None and not isinstance(location, str):
         raise BadRequestError("location must be a string")
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
     state = svc.catalog.create_table(
         context(request),
-        svc.warehouse_for_prefix(prefix(request)),
+        warehouse_id,
         TabularName(ns, name),
         schema=schema,
         partition_spec=spec,
@@ -103,13 +127,14 @@ def create_table(request: Request, body: Any) -> Response:
         properties=require_string_map(data.get("properties"), "properties"),
         stage=bool(data.get("stage-create", False)),
     )
-    return json_response(_load_result(state))
+    return json_response(_load_result(request, warehouse_id, TabularName(ns, name), state))
 
 
 async def load_table(request: Request, _body: Any) -> Response:
     svc = services(request)
     name = _name(request)
-    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    wid = svc.warehouse_for_prefix(prefix(request))
+    warehouse_id = str(wid)
     row = await svc.reader.load_tabular(warehouse_id, name.namespace, name.name, "table")
     if row is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
@@ -118,21 +143,46 @@ async def load_table(request: Request, _body: Any) -> Response:
     mode = request.query_params.get("snapshots") or "all"
     if mode not in ("all", "refs"):
         raise BadRequestError("snapshots must be 'all' or 'refs'")
-    etag = _etag(row.id, row.version, mode)
-    if request.headers.get("if-none-match") == etag:
+    access = await _access_for_row(request, wid, name, row.id)
+    # Vended credentials expire: such a response must not be answered with 304 later.
+    etag = None if access.vended else _etag(row.id, row.version, mode)
+    if etag is not None and request.headers.get("if-none-match") == etag:
         return Response(status_code=304, headers={"ETag": etag})
     metadata = row.metadata
     if mode == "refs":
         metadata = orjson.dumps(_refs_only(orjson.loads(metadata)))
+    fields = access.response_fields()
     # The stored document is sent as-is: no parse, no re-serialisation on the hot path.
     body = (
         b'{"metadata-location":'
         + orjson.dumps(row.metadata_location)
         + b',"metadata":'
         + metadata
-        + b',"config":{}}'
+        + b","
+        + orjson.dumps(fields)[1:]
     )
-    return raw_json_response(body, headers={"ETag": etag})
+    return raw_json_response(body, headers={"ETag": etag} if etag else None)
+
+
+async def _access_for_row(
+    request: Request, warehouse_id: UUID, name: TabularName, table_id: str
+) -> TableAccess:
+    """File warehouses answer from the cached profile on the loop; S3 ones may call STS,
+    so that work goes to a thread."""
+    svc = services(request)
+    cached = svc.catalog.cached_storage_profile(warehouse_id)
+    if cached is not None and cached.get("type") == "file":
+        return TableAccess()
+
+    def build() -> TableAccess:
+        if svc.access.profile(warehouse_id).get("type") == "file":
+            return TableAccess()
+        location = svc.queries.tabular_location(table_id)
+        if location is None:
+            raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+        return table_access(request, warehouse_id, name, location)
+
+    return await run_in_threadpool(build)
 
 
 def commit_table(request: Request, body: Any) -> Response:
@@ -189,14 +239,15 @@ def register_table(request: Request, body: Any) -> Response:
         raise BadRequestError("RegisterTableRequest.name must be a non-empty string")
     if not isinstance(location, str) or not location:
         raise BadRequestError("RegisterTableRequest.metadata-location must be a string")
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
     state = svc.catalog.register_table(
         context(request),
-        svc.warehouse_for_prefix(prefix(request)),
+        warehouse_id,
         TabularName(ns, name),
         location,
         overwrite=bool(data.get("overwrite", False)),
     )
-    return json_response(_load_result(state))
+    return json_response(_load_result(request, warehouse_id, TabularName(ns, name), state))
 
 
 def identifier_from_json(value: Any, field: str) -> TabularName:
@@ -257,10 +308,16 @@ def commit_transaction(request: Request, body: Any) -> Response:
 
 
 def load_credentials(request: Request, _body: Any) -> Response:
-    """Local (`file`) warehouses need no credentials: an empty list, once the table exists."""
+    """Fresh vended credentials for a table (Java calls this before the old ones expire).
+    File warehouses, and S3 ones without STS, have none: an empty list."""
     svc = services(request)
     name = _name(request)
-    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
-    if svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table") is None:
+    wid = svc.warehouse_for_prefix(prefix(request))
+    row = svc.queries.load_tabular(str(wid), name.namespace, name.name, "table")
+    location = None if row is None else svc.queries.tabular_location(row.id)
+    if row is None or location is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-    return json_response({"storage-credentials": []})
+    profile = svc.access.profile(wid)
+    if profile.get("type") != "s3" or not profile.get("sts-enabled"):
+        return json_response({"storage-credentials": []})
+    return json_response({"storage-credentials": svc.access.vend(profile, location)})

@@ -44,7 +44,9 @@ class S3Access:
         return f"S3Access(region={self.region!r}, endpoint={self.endpoint!r})"
 
 
-def client_for(access: S3Access) -> Any:
+def client_for(access: S3Access, *, quick: bool = False) -> Any:
+    """A boto3 S3 client. `quick` is for interactive checks (warehouse validation): a bad
+    endpoint must fail in seconds, not after minutes of connect retries."""
     return boto3.client(
         "s3",
         region_name=access.region,
@@ -53,7 +55,9 @@ def client_for(access: S3Access) -> Any:
         aws_secret_access_key=access.secret_access_key,
         aws_session_token=access.session_token,
         config=Config(
-            retries={"mode": "standard", "max_attempts": 5},
+            retries={"mode": "standard", "max_attempts": 2 if quick else 5},
+            connect_timeout=3 if quick else 10,
+            read_timeout=10 if quick else 60,
             s3={"addressing_style": "path" if access.path_style else "auto"},
         ),
     )

@@ -60,6 +60,7 @@ def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
     }
     if database_url:
         env["ICELOG_DATABASE_URL"] = database_url
+        env["ICELOG_SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
     return Settings.from_env(env)
 
 

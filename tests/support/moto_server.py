@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import boto3
 import httpx
 
 from tests.support.server import free_port
@@ -46,3 +48,88 @@ def moto_s3(log: Path) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def _set_auth(endpoint: str, free_actions: int) -> None:
+    # moto counts requests and enforces IAM after `free_actions` of them; the body must
+    # not be form-encoded (moto's Flask app would swallow it).
+    response = httpx.post(
+        f"{endpoint}/moto-api/reset-auth",
+        content=str(free_actions).encode(),
+        headers={"Content-Type": "application/octet-stream"},
+        timeout=10,
+    )
+    response.raise_for_status()
+
+
+def enforce_auth(endpoint: str) -> None:
+    """From now on moto checks access keys, signatures and IAM policies."""
+    _set_auth(endpoint, 0)
+
+
+def relax_auth(endpoint: str) -> None:
+    """Back to moto's default: any key works."""
+    _set_auth(endpoint, 9_999_999)
+
+
+def admin_user(endpoint: str, name: str) -> tuple[str, str]:
+    """An IAM user allowed everything, with an access key: (key id, secret). Create it
+    while auth is relaxed."""
+    iam = boto3.client(
+        "iam",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bootstrap",
+        aws_secret_access_key="bootstrap",
+    )
+    iam.create_user(UserName=name)
+    iam.put_user_policy(
+        UserName=name,
+        PolicyName="all",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+            }
+        ),
+    )
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return str(key["AccessKeyId"]), str(key["SecretAccessKey"])
+
+
+def vended_role(endpoint: str, user: str, bucket: str) -> str:
+    """A role `user` may assume, allowed everything on `bucket` only (what an operator
+    sets up for STS vending; docs/storage.md). Its ARN."""
+    iam = boto3.client(
+        "iam",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bootstrap",
+        aws_secret_access_key="bootstrap",
+    )
+    user_arn = iam.get_user(UserName=user)["User"]["Arn"]
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"AWS": user_arn}, "Action": "sts:AssumeRole"}
+        ],
+    }
+    name = f"vended-{bucket}"
+    role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
+    iam.put_role_policy(
+        RoleName=name,
+        PolicyName="bucket",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": "s3:*",
+                        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                    }
+                ],
+            }
+        ),
+    )
+    return str(role["Role"]["Arn"])

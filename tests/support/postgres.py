@@ -14,6 +14,9 @@ PG_HOST = os.environ.get("ICELOG_TEST_PGHOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("ICELOG_TEST_PGPORT", "5432"))
 PG_USER = os.environ.get("ICELOG_TEST_PGUSER", "postgres")
 PG_PASSWORD = os.environ.get("ICELOG_TEST_PGPASSWORD", "")
+# PostgreSQL mode requires a storage-credentials key; tests and benchmarks use this one
+# (a fixed test key, not a secret of any deployment).
+TEST_SECRETS_KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="
 
 
 def _url(dbname: str) -> str:

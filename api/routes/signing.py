@@ -1,0 +1,93 @@
+"""S3 remote signing: the client describes an S3 request, the catalog checks it stays in a
+table's location and answers with SigV4 headers made with the warehouse's credential.
+
+Two forms: table-scoped (`.../namespaces/{ns}/tables/{table}/sign`, the form our load-table
+config hands out) and warehouse-wide (`/v1/{prefix}/v1/aws/s3/sign`, the S3 signer spec's
+default path), where the table is the live one whose location holds the object.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from api.http import json_response, namespace_param, path_param, require_object
+from api.routes import prefix, services
+from commands.storage import access_for
+from commands.storage.signing import S3Target, check_allowed, parse_target, sign
+from domain.errors import BadRequestError, ForbiddenError, NoSuchTableError
+
+
+def _sign_request(body: Any) -> tuple[str, str, str, dict[str, list[str]], str | None]:
+    data = require_object(body, "S3SignRequest")
+    region, method, uri = data.get("region"), data.get("method"), data.get("uri")
+    headers = data.get("headers") or {}
+    payload = data.get("body")
+    if not isinstance(region, str) or not isinstance(method, str) or not isinstance(uri, str):
+        raise BadRequestError("S3SignRequest needs region, method and uri strings")
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        for k, v in headers.items()
+    ):
+        raise BadRequestError("S3SignRequest.headers must map names to lists of strings")
+    if payload is not None and not isinstance(payload, str):
+        raise BadRequestError("S3SignRequest.body must be a string")
+    return region, method, uri, headers, payload
+
+
+def _signing_profile(request: Request, warehouse_id: UUID) -> dict[str, Any]:
+    profile = services(request).catalog.storage_profile(warehouse_id)
+    if profile.get("type") != "s3" or not profile.get("remote-signing-enabled"):
+        raise ForbiddenError("Remote signing is not enabled for this warehouse")
+    return profile
+
+
+def _answer(
+    request: Request,
+    profile: dict[str, Any],
+    target_check: Any,
+    body: Any,
+) -> Response:
+    region, method, uri, headers, payload = _sign_request(body)
+    if region != profile["region"]:
+        raise ForbiddenError(f"This warehouse's bucket is in {profile['region']}, not {region}")
+    access = access_for(profile, services(request).catalog.secrets)
+    target = parse_target(
+        uri, path_style_hint=bool(profile["path-style-access"]), endpoint=access.endpoint
+    )
+    allowed = target_check(target)
+    check_allowed(target, method, allowed=[allowed], write=True, body=payload)
+    signed = sign(access, region=region, method=method, uri=uri, headers=headers, body=payload)
+    # Java caches answers marked `private` by method and URI alone; signatures carry a
+    # date and other headers, so nothing here may be reused.
+    return json_response(signed, headers={"Cache-Control": "no-cache"})
+
+
+def sign_table_request(request: Request, body: Any) -> Response:
+    svc = services(request)
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
+    ns, name = namespace_param(request), path_param(request, "table")
+    row = svc.queries.load_tabular(str(warehouse_id), ns, name, "table")
+    location = None if row is None else svc.queries.tabular_location(row.id)
+    if row is None or location is None:
+        raise NoSuchTableError(f"Table does not exist: {ns.dotted}.{name}")
+    profile = _signing_profile(request, warehouse_id)
+    return _answer(request, profile, lambda _target: location, body)
+
+
+def sign_warehouse_request(request: Request, body: Any) -> Response:
+    svc = services(request)
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
+    profile = _signing_profile(request, warehouse_id)
+
+    def table_of(target: S3Target) -> str:
+        where = f"s3://{target.bucket}/{target.param('prefix') or target.key}".rstrip("/")
+        found = svc.queries.table_containing(str(warehouse_id), where)
+        if found is None:
+            raise ForbiddenError(f"{where} is not inside a table of this warehouse")
+        return found[1]
+
+    return _answer(request, profile, table_of, body)

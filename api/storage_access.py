@@ -1,0 +1,119 @@
+"""Data access for clients of S3 tables: vended credentials or remote signing.
+
+A client names what it wants in `X-Iceberg-Access-Delegation` (`vended-credentials`,
+`remote-signing`, or both, comma-separated). Java sends nothing by default, so an absent
+header means "whatever the warehouse offers": STS credentials when `sts-enabled`, else
+remote signing when `remote-signing-enabled` — as Lakekeeper does. File warehouses need
+neither and get an empty config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+from commands.catalog import Catalog
+from commands.storage import access_for, credential_for
+from commands.storage.vending import CredentialVendor, storage_credentials
+from domain.identifiers import TabularName
+
+VENDED = "vended-credentials"
+SIGNING = "remote-signing"
+
+
+def delegation_modes(header: str | None) -> set[str]:
+    if header is None:
+        return {VENDED, SIGNING}
+    return {part.strip().lower() for part in header.split(",") if part.strip()}
+
+
+def table_path(prefix: str, name: TabularName) -> str:
+    """`v1/{prefix}/namespaces/{ns}/tables/{table}`, relative to the catalog's `/catalog`
+    root, with the namespace levels joined by the unit separator as the REST spec says."""
+    ns = quote("\x1f".join(name.namespace.levels), safe="")
+    return f"v1/{prefix}/namespaces/{ns}/tables/{quote(name.name, safe='')}"
+
+
+def client_config(profile: dict[str, Any]) -> dict[str, str]:
+    """What every client needs to reach the bucket, credentials aside. DuckDB insists on
+    a region and on the literal strings "true"/"false"."""
+    config = {
+        "client.region": str(profile["region"]),
+        "s3.region": str(profile["region"]),
+        "s3.path-style-access": "true" if profile.get("path-style-access") else "false",
+    }
+    if profile.get("endpoint"):
+        config["s3.endpoint"] = str(profile["endpoint"])
+    return config
+
+
+@dataclass
+class TableAccess:
+    config: dict[str, str] = field(default_factory=dict)
+    storage_credentials: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def vended(self) -> bool:
+        return bool(self.storage_credentials)
+
+    def response_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"config": self.config}
+        if self.storage_credentials:
+            fields["storage-credentials"] = self.storage_credentials
+        return fields
+
+
+class StorageAccess:
+    """Builds the `config` / `storage-credentials` of table responses."""
+
+    def __init__(self, catalog: Catalog, vendor: CredentialVendor | None = None) -> None:
+        self._catalog = catalog
+        self._vendor = vendor or CredentialVendor()
+
+    def profile(self, warehouse_id: UUID) -> dict[str, Any]:
+        return self._catalog.storage_profile(warehouse_id)
+
+    def vend(self, profile: dict[str, Any], location: str) -> list[dict[str, Any]]:
+        credential = credential_for(profile, self._catalog.secrets)
+        vended = self._vendor.vend(
+            profile,
+            access_for(profile, self._catalog.secrets),
+            location,
+            write=True,  # no read-only principals yet: every caller may write
+            external_id=credential.get("external-id"),
+        )
+        return storage_credentials(vended)
+
+    def for_table(
+        self,
+        *,
+        warehouse_id: UUID,
+        name: TabularName,
+        location: str,
+        delegation: str | None,
+        catalog_root: str,
+    ) -> TableAccess:
+        """`catalog_root` is the URL clients reach `/catalog` at (signer requests go there)."""
+        profile = self.profile(warehouse_id)
+        if profile.get("type") != "s3":
+            return TableAccess()
+        modes = delegation_modes(delegation)
+        access = TableAccess(client_config(profile))
+        path = table_path(str(warehouse_id), name)
+        if VENDED in modes and profile.get("sts-enabled"):
+            access.storage_credentials = self.vend(profile, location)
+            access.config |= access.storage_credentials[0]["config"]
+            # Java refreshes expiring credentials through this endpoint.
+            access.config["client.refresh-credentials-endpoint"] = f"{path}/credentials"
+        elif modes & {VENDED, SIGNING} and profile.get("remote-signing-enabled"):
+            access.config |= {
+                "s3.remote-signing-enabled": "true",  # Iceberg Java
+                "s3.signer": "S3V4RestSigner",  # PyIceberg
+                # PyIceberg signs only through its fsspec FileIO, not through PyArrow's.
+                "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
+                "s3.signer.uri": catalog_root.rstrip("/"),
+                "s3.signer.endpoint": f"{path}/sign",
+            }
+        return access

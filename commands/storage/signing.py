@@ -1,0 +1,429 @@
+"""Server side of Iceberg's S3 remote signing (`POST .../v1/aws/s3/sign`).
+
+The catalog keeps the S3 credential; a client describes the request it is about to send
+(method, URI, headers; for bulk deletes also the body) and gets back SigV4 headers for it.
+Before signing, the route checks that the request targets the table's own location:
+`parse_target` → `check_allowed` → `sign`.
+
+Which headers come back (measured with PyIceberg 0.12 + s3fs against moto in auth mode,
+and read from Iceberg-Java's S3V4RestSignerClient):
+- PyIceberg's fsspec signer `add_header`s every returned header. botocore then collapses
+  the headers into a case-insensitive dict before sending (the last copy wins), so an
+  echoed header does not go out twice, but a returned value overrides the client's.
+- Iceberg-Java merges the returned headers *under* the request's own (the client's win).
+So the response carries only what the client lacks: Authorization, X-Amz-Date,
+X-Amz-Security-Token (with a session credential) and X-Amz-Content-SHA256 when the client
+did not send one (PyIceberg never does; we then sign UNSIGNED-PAYLOAD). Client headers
+are signed exactly as sent and never rewritten, so both merge orders give the same request.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
+from xml.etree import ElementTree
+
+import botocore.session
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from botocore.exceptions import BotoCoreError
+
+from commands.storage.s3 import S3Access, split_location
+from domain.errors import BadRequestError, ForbiddenError, ServiceUnavailableError
+
+UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
+WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+# S3 caps DeleteObjects at 1000 keys; 1000 maximal keys in XML stay far below this.
+MAX_DELETE_BODY = 2 * 1024 * 1024
+
+# Sub-resources an Iceberg client uses on objects (multipart, tags, versions, response
+# overrides). Anything else (acl, retention, legal-hold, restore, select, ...) is refused.
+_OBJECT_PARAMS = frozenset(
+    {
+        "uploads",
+        "uploadId",
+        "partNumber",
+        "versionId",
+        "x-id",
+        "tagging",
+        "attributes",
+        "max-parts",
+        "part-number-marker",
+    }
+)
+# Bucket-level: listings and bulk delete only (no policy, acl, lifecycle, cors, ...).
+_BUCKET_PARAMS = frozenset(
+    {
+        "list-type",
+        "prefix",
+        "delimiter",
+        "continuation-token",
+        "start-after",
+        "max-keys",
+        "encoding-type",
+        "fetch-owner",
+        "marker",
+        "optional-object-attributes",
+        "uploads",
+        "key-marker",
+        "upload-id-marker",
+        "max-uploads",
+        "versions",
+        "version-id-marker",
+        "delete",
+        "x-id",
+    }
+)
+
+# Headers left out of the signature. Ours to set (a client copy would be stale); those
+# botocore never signs; hop-by-hop ones; and those that vary between attempts of one
+# request (range, amz-sdk-*), so a signature Iceberg-Java caches for a GET stays valid.
+_UNSIGNED_HEADERS = frozenset(
+    {
+        "authorization",
+        "date",
+        "x-amz-date",
+        "x-amz-security-token",
+        "user-agent",
+        "expect",
+        "transfer-encoding",
+        "x-amzn-trace-id",
+        "connection",
+        "keep-alive",
+        "te",
+        "upgrade",
+        "content-length",
+        "range",
+        "amz-sdk-invocation-id",
+        "amz-sdk-request",
+        "amz-sdk-retry",
+    }
+)
+
+# `bucket.s3.region.amazonaws.com`, `bucket.s3-accelerate.amazonaws.com`, ... The greedy
+# group takes the last `.s3` label, so dotted bucket names survive.
+_AWS_VIRTUAL_HOST = re.compile(r"^(?P<bucket>.+)\.s3[.-](?:[a-z0-9-]+\.)*amazonaws\.com(?:\.cn)?$")
+_AWS_HOST = re.compile(r"(?:^|\.)amazonaws\.com(?:\.cn)?$")
+_IP_HOST = re.compile(r"^[0-9.]+$|^\[.*\]$")
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """What an S3 request touches. `key` is URL-decoded; "" for bucket-level requests.
+
+    `operation` is one of: object, create-multipart, upload-part, multipart (complete,
+    abort, list parts), tagging, list, list-uploads, delete-objects, bucket (HEAD bucket).
+    """
+
+    bucket: str
+    key: str
+    operation: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    def param(self, name: str) -> str | None:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return None
+
+    def has_param(self, name: str) -> bool:
+        return any(key == name for key, _ in self.params)
+
+
+def parse_target(
+    uri: str, *, path_style_hint: bool | None = None, endpoint: str | None = None
+) -> S3Target:
+    """Bucket, key and operation of an S3 request URI.
+
+    AWS hosts tell the addressing style themselves (`bucket.s3...` is virtual-host, `s3...`
+    is path-style). For a custom `endpoint` (the catalog's own S3Access.endpoint) the host
+    must be that endpoint (path-style) or `<bucket>.<endpoint host>` (virtual-host);
+    anything else is refused, because a host we misread could name a bucket we never
+    checked. Without an endpoint, `path_style_hint` decides for non-AWS hosts: None means
+    path-style, which is what botocore uses for custom endpoints; IP and single-label
+    hosts are always path-style.
+    """
+    parts = urlsplit(uri)
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        raise BadRequestError("Sign request URI must be an absolute http(s) URL")
+    path = parts.path or "/"
+
+    virtual_bucket: str | None = None
+    if match := _AWS_VIRTUAL_HOST.match(host):
+        virtual_bucket = match.group("bucket")
+    elif _AWS_HOST.search(host):
+        pass
+    elif endpoint is not None:
+        virtual_bucket = _bucket_from_endpoint_host(parts, urlsplit(endpoint))
+    elif not (_IP_HOST.match(host) or "." not in host or path_style_hint is not False):
+        virtual_bucket = host.split(".", 1)[0]
+
+    if virtual_bucket is not None:
+        bucket, raw_key = virtual_bucket, path[1:]
+    else:
+        raw_bucket, _, raw_key = path[1:].partition("/")
+        bucket = unquote(raw_bucket)
+    if not bucket:
+        raise BadRequestError("Sign request URI names no bucket")
+
+    params = tuple(parse_qsl(parts.query, keep_blank_values=True))
+    key = unquote(raw_key)
+    return S3Target(bucket=bucket, key=key, operation=_operation(key, params), params=params)
+
+
+def _port(parts: SplitResult) -> int:
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _bucket_from_endpoint_host(parts: SplitResult, endpoint: SplitResult) -> str | None:
+    """None for path-style (the host is the endpoint), else the bucket in front of it."""
+    host, endpoint_host = parts.hostname or "", (endpoint.hostname or "").lower()
+    if _port(parts) == _port(endpoint):
+        if host == endpoint_host:
+            return None
+        if host.endswith("." + endpoint_host):
+            return host[: -len(endpoint_host) - 1]
+    raise ForbiddenError(f"Sign request is not for the configured S3 endpoint: {parts.netloc}")
+
+
+def _operation(key: str, params: tuple[tuple[str, str], ...]) -> str:
+    names = {name for name, _ in params}
+    if len(names) != len(params):
+        # S3 and this check might pick different copies of a repeated parameter.
+        return "unsupported:repeated query parameters"
+    if key:
+        unknown = {n for n in names - _OBJECT_PARAMS if not n.startswith("response-")}
+        if unknown:
+            return "unsupported:" + ",".join(sorted(unknown))
+        if "uploads" in names:
+            return "create-multipart"
+        if "uploadId" in names:
+            return "upload-part" if "partNumber" in names else "multipart"
+        if "tagging" in names:
+            return "tagging"
+        return "object"
+    if unknown := names - _BUCKET_PARAMS:
+        return "unsupported:" + ",".join(sorted(unknown))
+    if "delete" in names:
+        return "delete-objects"
+    if "uploads" in names:
+        return "list-uploads"
+    return "list" if names - {"x-id"} else "bucket"
+
+
+@dataclass(frozen=True)
+class _Prefix:
+    bucket: str
+    prefix: str  # no trailing slash; "" is the whole bucket
+
+    def holds_key(self, bucket: str, key: str) -> bool:
+        if bucket != self.bucket:
+            return False
+        return not self.prefix or key == self.prefix or key.startswith(self.prefix + "/")
+
+    def holds_listing(self, bucket: str, prefix: str) -> bool:
+        # A listing prefix without the trailing slash would also name siblings (t1 → t10).
+        return bucket == self.bucket and (not self.prefix or prefix.startswith(self.prefix + "/"))
+
+
+def _prefixes(allowed: Sequence[str]) -> list[_Prefix]:
+    found = []
+    for location in allowed:
+        bucket, prefix = split_location(location)
+        found.append(_Prefix(bucket, prefix.rstrip("/")))
+    return found
+
+
+def _has_dot_segment(key: str) -> bool:
+    # S3 keeps `..` literally, but a proxy on the way might not: refuse such keys outright.
+    return any(segment in (".", "..") for segment in key.split("/"))
+
+
+def check_allowed(
+    target: S3Target,
+    method: str,
+    *,
+    allowed: Sequence[str],
+    write: bool,
+    body: str | None,
+) -> None:
+    """Raise ForbiddenError unless the request stays inside `allowed` ("s3://bucket/prefix")."""
+    method = method.upper()
+    where = f"s3://{target.bucket}/{target.key}"
+    if method not in READ_METHODS | WRITE_METHODS:
+        raise ForbiddenError(f"Method {method} is not allowed for remote signing")
+    if method in WRITE_METHODS and not write:
+        raise ForbiddenError(f"Write access is not allowed: {method} {where}")
+    if target.operation.startswith("unsupported:"):
+        wanted = target.operation.split(":", 1)[1]
+        raise ForbiddenError(f"S3 sub-resource not allowed for remote signing: {wanted}")
+    prefixes = _prefixes(allowed)
+
+    # A bucket GET without sub-resources is ListObjects (v1) of the whole bucket.
+    if target.operation in ("list", "list-uploads") or (
+        target.operation == "bucket" and method == "GET"
+    ):
+        if method != "GET":
+            raise ForbiddenError(f"Method {method} is not allowed on bucket {target.bucket}")
+        listed = target.param("prefix") or ""
+        if _has_dot_segment(listed) or not any(
+            p.holds_listing(target.bucket, listed) for p in prefixes
+        ):
+            raise ForbiddenError(
+                f"Listing outside the allowed locations: s3://{target.bucket}/{listed}"
+            )
+        return
+    if target.operation == "delete-objects":
+        if method != "POST":
+            raise ForbiddenError(f"Method {method} is not allowed on bucket {target.bucket}")
+        for key in _delete_keys(body):
+            if _has_dot_segment(key) or not any(p.holds_key(target.bucket, key) for p in prefixes):
+                raise ForbiddenError(
+                    f"Bulk delete outside the allowed locations: s3://{target.bucket}/{key}"
+                )
+        return
+    if target.operation == "bucket" and method != "HEAD":
+        # Bucket-level PUT/DELETE would create or drop the bucket itself.
+        raise ForbiddenError(f"Method {method} is not allowed on bucket {target.bucket}")
+    if _has_dot_segment(target.key) or not any(
+        p.holds_key(target.bucket, target.key) for p in prefixes
+    ):
+        raise ForbiddenError(f"Access outside the allowed locations: {where}")
+
+
+def _delete_keys(body: str | None) -> list[str]:
+    """Keys of a DeleteObjects body (`<Delete><Object><Key>...`), namespace or not."""
+    if not body:
+        raise ForbiddenError("Bulk delete requests must include the request body to be signed")
+    if len(body) > MAX_DELETE_BODY:
+        raise ForbiddenError("Bulk delete body is too large")
+    try:
+        # No DTDs or entities are needed here; refuse them rather than expand them.
+        if "<!DOCTYPE" in body or "<!ENTITY" in body:
+            raise ValueError("DTD")
+        root = ElementTree.fromstring(body)  # noqa: S314 - DTDs refused above
+    except (ElementTree.ParseError, ValueError):
+        raise ForbiddenError("Bulk delete body is not a DeleteObjects XML document") from None
+    keys = [
+        element.text or ""
+        for obj in root
+        if _local(obj.tag) == "Object"
+        for element in obj
+        if _local(element.tag) == "Key"
+    ]
+    if _local(root.tag) != "Delete" or not keys:
+        raise ForbiddenError("Bulk delete body names no objects")
+    return keys
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+class _ClientPayloadSigner(S3SigV4Auth):  # type: ignore[misc]  # botocore ships no types
+    """SigV4 for S3 with the payload hash the client declared.
+
+    We never see the body, so the hash botocore would compute (of an empty body) is wrong
+    for PUTs. The client's `x-amz-content-sha256` is signed as sent; S3 then verifies the
+    body against it (or accepts any body for UNSIGNED-PAYLOAD, as the client chose).
+    """
+
+    def __init__(self, credentials: Credentials, region: str, payload_hash: str) -> None:
+        super().__init__(credentials, "s3", region)
+        self._payload_hash = payload_hash
+
+    def payload(self, request: Any) -> str:
+        return self._payload_hash
+
+
+def _header(headers: Mapping[str, Sequence[str]], name: str) -> str | None:
+    for key, values in headers.items():
+        if key.lower() == name:
+            return ", ".join(values)
+    return None
+
+
+def _body_is_bound(headers: Mapping[str, Sequence[str]], body: str) -> bool:
+    """Whether a signed header pins the body, so it cannot be swapped after the check."""
+    data = body.encode()
+    sha = _header(headers, "x-amz-content-sha256")
+    md5 = _header(headers, "content-md5")
+    sha_b64 = _header(headers, "x-amz-checksum-sha256")
+    crc = _header(headers, "x-amz-checksum-crc32")
+    return (
+        sha == hashlib.sha256(data).hexdigest()
+        or md5 == base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324 - S3's own checksum
+        or sha_b64 == base64.b64encode(hashlib.sha256(data).digest()).decode()
+        or crc == base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    )
+
+
+def _credentials(access: S3Access) -> Credentials:
+    """The storage's own keys, else botocore's default chain (env, profile, instance role),
+    which is also what client_for() falls back to for the catalog's own S3 calls."""
+    if access.access_key_id and access.secret_access_key:
+        return Credentials(access.access_key_id, access.secret_access_key, access.session_token)
+    try:
+        found = botocore.session.Session().get_credentials()
+        # One consistent key/secret/token triple, even while a role credential refreshes.
+        frozen = found.get_frozen_credentials() if found is not None else None
+    except BotoCoreError:
+        raise ServiceUnavailableError("Could not load the S3 credential for signing") from None
+    if frozen is None:
+        raise ForbiddenError("Remote signing has no S3 credential configured for this storage")
+    return Credentials(frozen.access_key, frozen.secret_key, frozen.token)
+
+
+def sign(
+    access: S3Access,
+    *,
+    region: str,
+    method: str,
+    uri: str,
+    headers: Mapping[str, Sequence[str]],
+    body: str | None = None,
+) -> dict[str, Any]:
+    """SigV4-sign the described request; returns the S3SignResponse (`uri`, `headers`).
+
+    Only headers the client lacks are returned (see the module docstring). Raises
+    ForbiddenError for requests this signer refuses whatever the location: server-side
+    copies (their source is a header, outside the URI check) and bulk deletes whose body
+    is not pinned by a checksum header.
+    """
+    credentials = _credentials(access)
+    if _header(headers, "x-amz-copy-source") is not None:
+        raise ForbiddenError("Server-side copy is not allowed for remote signing")
+    is_bulk_delete = method.upper() == "POST" and "delete" in dict(
+        parse_qsl(urlsplit(uri).query, keep_blank_values=True)
+    )
+    if is_bulk_delete and (body is None or not _body_is_bound(headers, body)):
+        raise ForbiddenError("Bulk delete body is missing or not covered by a checksum header")
+
+    sent = {name.lower(): ", ".join(values) for name, values in headers.items()}
+    payload_hash = sent.get("x-amz-content-sha256") or UNSIGNED_PAYLOAD
+    request = AWSRequest(
+        method=method.upper(),
+        url=uri,
+        headers={
+            name: ", ".join(values)
+            for name, values in headers.items()
+            if name.lower() not in _UNSIGNED_HEADERS
+        },
+    )
+    _ClientPayloadSigner(credentials, region, payload_hash).add_auth(request)
+
+    returned: dict[str, list[str]] = {}
+    for name, value in request.headers.items():
+        if sent.get(name.lower()) != value:
+            returned[name] = [value]
+    return {"uri": uri, "headers": returned}

@@ -1,0 +1,385 @@
+"""S3 remote signing: request parsing, the location check and SigV4 headers."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import hmac
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from commands.storage.s3 import S3Access
+from commands.storage.signing import S3Target, check_allowed, parse_target, sign
+from domain.errors import BadRequestError, ForbiddenError
+
+SECRET = "s3cr3t-never-shown"
+TOKEN = "session-token-never-shown"
+ACCESS = S3Access(
+    region="eu-west-1",
+    endpoint="http://127.0.0.1:9000",
+    path_style=True,
+    access_key_id="AKIDSIGNING",
+    secret_access_key=SECRET,
+)
+ALLOWED = ["s3://lake/wh/t1"]
+NOW = datetime.datetime(2026, 1, 2, 3, 4, 5)
+BODY_HASH = hashlib.sha256(b"parquet bytes").hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda: NOW)
+
+
+# --- parse_target -------------------------------------------------------------------
+
+
+def test_path_style_uri_gives_bucket_and_decoded_key() -> None:
+    target = parse_target("http://127.0.0.1:9000/lake/wh/t1/data/a%20b%2Bc.parquet")
+    assert (target.bucket, target.key, target.operation) == (
+        "lake",
+        "wh/t1/data/a b+c.parquet",
+        "object",
+    )
+
+
+def test_aws_virtual_host_and_path_style_uris() -> None:
+    virtual = parse_target("https://lake.s3.us-east-1.amazonaws.com/wh/t1/x.avro")
+    assert (virtual.bucket, virtual.key) == ("lake", "wh/t1/x.avro")
+    dotted = parse_target("https://my.lake.s3.eu-west-1.amazonaws.com/k")
+    assert (dotted.bucket, dotted.key) == ("my.lake", "k")
+    legacy = parse_target("https://lake.s3-eu-west-1.amazonaws.com/k")
+    assert legacy.bucket == "lake"
+    path = parse_target("https://s3.us-east-1.amazonaws.com/lake/wh/t1/x.avro")
+    assert (path.bucket, path.key) == ("lake", "wh/t1/x.avro")
+    # The AWS host decides, whatever the hint says.
+    assert parse_target("https://lake.s3.amazonaws.com/k", path_style_hint=True).bucket == "lake"
+
+
+def test_custom_hosts_follow_the_endpoint_or_the_hint() -> None:
+    endpoint = "http://minio.local:9000"
+    assert parse_target("http://minio.local:9000/lake/k", endpoint=endpoint).bucket == "lake"
+    virtual = parse_target("http://lake.minio.local:9000/k", endpoint=endpoint)
+    assert (virtual.bucket, virtual.key) == ("lake", "k")
+    for elsewhere in ("http://other.example:9000/lake/k", "http://minio.local:9001/lake/k"):
+        with pytest.raises(ForbiddenError):
+            parse_target(elsewhere, endpoint=endpoint)
+    assert parse_target("http://lake.example.com/k", path_style_hint=False).bucket == "lake"
+    assert parse_target("http://store.example.com/lake/k").bucket == "lake"
+    assert parse_target("http://localhost:9000/lake/k", path_style_hint=False).bucket == "lake"
+
+
+def test_operations_from_the_query() -> None:
+    base = "http://127.0.0.1:9000/lake"
+    listing = parse_target(f"{base}?list-type=2&prefix=wh%2Ft1%2Fdata%2F&delimiter=%2F")
+    assert (listing.key, listing.operation, listing.param("prefix")) == ("", "list", "wh/t1/data/")
+    assert parse_target(f"{base}/wh/t1/k?uploads").operation == "create-multipart"
+    part = parse_target(f"{base}/wh/t1/k?partNumber=2&uploadId=abc")
+    assert (part.operation, part.param("uploadId")) == ("upload-part", "abc")
+    assert parse_target(f"{base}/wh/t1/k?uploadId=abc").operation == "multipart"
+    assert parse_target(f"{base}?delete").operation == "delete-objects"
+    assert parse_target(f"{base}?delete=").has_param("delete")
+    assert parse_target(f"{base}/wh/t1/k?tagging").operation == "tagging"
+    assert parse_target(f"{base}/wh/t1/k?versionId=1&response-content-type=x").operation == "object"
+    assert parse_target(base).operation == "bucket"
+    assert parse_target(f"{base}/wh/t1/k?acl").operation.startswith("unsupported")
+    assert parse_target(f"{base}?policy").operation.startswith("unsupported")
+
+
+def test_malformed_uris_are_bad_requests() -> None:
+    for uri in ("s3://lake/k", "/lake/k", "http://127.0.0.1:9000/", "http:///lake"):
+        with pytest.raises(BadRequestError):
+            parse_target(uri)
+
+
+# --- check_allowed ------------------------------------------------------------------
+
+
+def allowed(uri: str, method: str = "GET", *, write: bool = True, body: str | None = None) -> bool:
+    try:
+        check_allowed(
+            parse_target(f"http://127.0.0.1:9000{uri}"),
+            method,
+            allowed=ALLOWED,
+            write=write,
+            body=body,
+        )
+    except ForbiddenError:
+        return False
+    return True
+
+
+def test_keys_must_be_inside_an_allowed_prefix_by_segment() -> None:
+    assert allowed("/lake/wh/t1/data/a.parquet")
+    assert allowed("/lake/wh/t1")
+    assert allowed("/lake/wh/t1/metadata/v1.json", "PUT")
+    assert not allowed("/lake/wh/t10/data/a.parquet")  # sibling sharing a string prefix
+    assert not allowed("/lake/wh/t")
+    assert not allowed("/other/wh/t1/data/a.parquet")  # other bucket
+    assert not allowed("/lake/wh/t1/../t2/a.parquet")
+    assert not allowed("/lake/wh/t1/%2E%2E/t2/a.parquet")
+
+
+def test_allowed_spellings_and_trailing_slashes() -> None:
+    target = parse_target("http://h:1/lake/wh/t1/a")
+    for spelling in ("s3a://lake/wh/t1", "s3n://lake/wh/t1/", "s3://lake/wh/"):
+        check_allowed(target, "GET", allowed=[spelling], write=False, body=None)
+    check_allowed(target, "GET", allowed=["s3://elsewhere/x", "s3://lake"], write=False, body=None)
+
+
+def test_writes_need_write_access() -> None:
+    for method in ("PUT", "POST", "DELETE"):
+        assert not allowed("/lake/wh/t1/data/a.parquet", method, write=False)
+        assert allowed("/lake/wh/t1/data/a.parquet", method, write=True)
+    assert allowed("/lake/wh/t1/data/a.parquet", "HEAD", write=False)
+    assert allowed("/lake/wh/t1/data/a.parquet", "get", write=False)
+
+
+def test_unknown_methods_and_sub_resources_are_forbidden() -> None:
+    for method in ("PATCH", "OPTIONS", "TRACE", "CONNECT"):
+        assert not allowed("/lake/wh/t1/a", method)
+    assert not allowed("/lake/wh/t1/a?acl", "PUT")
+    assert not allowed("/lake/wh/t1/a?restore", "POST")
+    assert not allowed("/lake/wh/t1/a?versionId=1&versionId=2")  # repeated parameter
+    assert allowed("/lake/wh/t1/a?uploads", "POST")
+    assert allowed("/lake/wh/t1/a?partNumber=1&uploadId=u", "PUT")
+    assert allowed("/lake/wh/t1/a?uploadId=u", "DELETE")
+
+
+def test_listing_prefix_must_be_inside() -> None:
+    assert allowed("/lake?list-type=2&prefix=wh%2Ft1%2Fdata%2F&delimiter=%2F", write=False)
+    assert allowed("/lake?list-type=2&prefix=wh%2Ft1%2F")
+    assert allowed("/lake?uploads&prefix=wh%2Ft1%2F")
+    assert not allowed("/lake?list-type=2&prefix=wh%2Ft1")  # would list t10 too
+    assert not allowed("/lake?list-type=2&prefix=wh%2F")
+    assert not allowed("/lake?list-type=2&prefix=wh%2Ft10%2F")
+    assert not allowed("/lake?list-type=2")
+    assert not allowed("/lake")  # ListObjects v1 of the whole bucket
+    assert not allowed("/other?list-type=2&prefix=wh%2Ft1%2F")
+    assert not allowed("/lake?list-type=2&prefix=wh%2Ft1%2F", "POST")
+
+
+def test_bucket_level_requests() -> None:
+    whole = ["s3://lake"]
+    head = parse_target("http://h:1/lake")
+    check_allowed(head, "HEAD", allowed=whole, write=False, body=None)
+    check_allowed(head, "GET", allowed=whole, write=False, body=None)
+    with pytest.raises(ForbiddenError):
+        check_allowed(head, "HEAD", allowed=ALLOWED, write=False, body=None)
+    for method in ("PUT", "DELETE", "POST"):  # create / drop the bucket itself
+        with pytest.raises(ForbiddenError):
+            check_allowed(head, method, allowed=whole, write=True, body=None)
+
+
+def delete_body(*keys: str, namespace: bool = True) -> str:
+    xmlns = ' xmlns="http://s3.amazonaws.com/doc/2006-03-01/"' if namespace else ""
+    objects = "".join(f"<Object><Key>{key}</Key></Object>" for key in keys)
+    prolog = '<?xml version="1.0" encoding="UTF-8"?>'
+    return f"{prolog}<Delete{xmlns}>{objects}<Quiet>true</Quiet></Delete>"
+
+
+def test_bulk_delete_checks_every_key_in_the_body() -> None:
+    inside = delete_body("wh/t1/data/a.parquet", "wh/t1/metadata/v1.json")
+    assert allowed("/lake?delete", "POST", body=inside)
+    assert allowed("/lake?delete", "POST", body=delete_body("wh/t1/a", namespace=False))
+    assert not allowed("/lake?delete", "POST", body=None)
+    assert not allowed("/lake?delete", "POST", body="")
+    assert not allowed("/lake?delete", "POST", body=delete_body("wh/t1/a", "wh/t10/b"))
+    assert not allowed("/lake?delete", "POST", body=delete_body())
+    assert not allowed("/lake?delete", "POST", body="not xml")
+    assert not allowed("/lake?delete", "POST", body=inside, write=False)
+    assert not allowed("/lake?delete", "GET", body=inside)
+    dtd = '<!DOCTYPE d [<!ENTITY e "wh/t10/x">]><Delete><Object><Key>&e;</Key></Object></Delete>'
+    assert not allowed("/lake?delete", "POST", body=dtd)
+
+
+def test_messages_name_the_location() -> None:
+    with pytest.raises(ForbiddenError) as raised:
+        check_allowed(
+            parse_target("http://h:1/lake/wh/t10/x"), "GET", allowed=ALLOWED, write=True, body=None
+        )
+    assert "s3://lake/wh/t10/x" in raised.value.message
+    assert raised.value.status == 403
+
+
+# --- sign ---------------------------------------------------------------------------
+
+
+def reference_signature(
+    secret: str, region: str, method: str, uri: str, headers: Mapping[str, str], signed: str
+) -> str:
+    """An independent SigV4 computation over the headers the Authorization header names."""
+    parts = urlsplit(uri)
+    lower = {k.lower(): v for k, v in headers.items()}
+    lower.setdefault("host", parts.netloc)
+    names = signed.split(";")
+    query = "&".join(sorted(parts.query.split("&"))) if parts.query else ""
+    query = "&".join(p if "=" in p else p + "=" for p in query.split("&")) if query else ""
+    canonical = "\n".join(
+        [
+            method,
+            parts.path,
+            query,
+            "".join(f"{n}:{lower[n].strip()}\n" for n in names),
+            signed,
+            lower["x-amz-content-sha256"],
+        ]
+    )
+    stamp = lower["x-amz-date"]
+    scope = f"{stamp[:8]}/{region}/s3/aws4_request"
+    to_sign = "\n".join(
+        ["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()]
+    )
+    key = f"AWS4{secret}".encode()
+    for part in (stamp[:8], region, "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def authorization_parts(value: str) -> dict[str, str]:
+    scheme, _, rest = value.partition(" ")
+    assert scheme == "AWS4-HMAC-SHA256"
+    return dict(item.strip().split("=", 1) for item in rest.split(","))
+
+
+def test_sign_put_uses_the_client_payload_hash() -> None:
+    uri = "http://127.0.0.1:9000/lake/wh/t1/data/a%20b.parquet"
+    client = {
+        "x-amz-content-sha256": [BODY_HASH],
+        "Content-Type": ["application/octet-stream"],
+        "x-amz-meta-writer": ["icelog"],
+        "User-Agent": ["pyiceberg"],
+        "Range": ["bytes=0-1"],
+        "amz-sdk-invocation-id": ["abc"],
+    }
+    response = sign(ACCESS, region="eu-west-1", method="PUT", uri=uri, headers=client)
+    assert response["uri"] == uri
+    headers = response["headers"]
+    # Only what the client lacks comes back; its own headers are signed as sent.
+    assert set(headers) == {"Authorization", "X-Amz-Date"}
+    assert headers["X-Amz-Date"] == ["20260102T030405Z"]
+    auth = authorization_parts(headers["Authorization"][0])
+    assert auth["Credential"] == "AKIDSIGNING/20260102/eu-west-1/s3/aws4_request"
+    assert auth["SignedHeaders"] == (
+        "content-type;host;x-amz-content-sha256;x-amz-date;x-amz-meta-writer"
+    )
+    sent = {k: v[0] for k, v in client.items()} | {"X-Amz-Date": "20260102T030405Z"}
+    expected = reference_signature(SECRET, "eu-west-1", "PUT", uri, sent, auth["SignedHeaders"])
+    assert auth["Signature"] == expected
+
+
+def test_sign_without_a_client_hash_signs_unsigned_payload() -> None:
+    uri = "http://127.0.0.1:9000/lake?list-type=2&prefix=wh%2Ft1%2F&delimiter=%2F"
+    response = sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers={})
+    headers = response["headers"]
+    assert headers["X-Amz-Content-SHA256"] == ["UNSIGNED-PAYLOAD"]
+    auth = authorization_parts(headers["Authorization"][0])
+    assert auth["SignedHeaders"] == "host;x-amz-content-sha256;x-amz-date"
+    sent = {"X-Amz-Date": headers["X-Amz-Date"][0], "x-amz-content-sha256": "UNSIGNED-PAYLOAD"}
+    assert auth["Signature"] == reference_signature(
+        SECRET, "us-east-1", "GET", uri, sent, auth["SignedHeaders"]
+    )
+
+
+def test_sign_with_a_session_token() -> None:
+    access = S3Access(
+        region="us-east-1", access_key_id="ASIATEMP", secret_access_key=SECRET, session_token=TOKEN
+    )
+    uri = "https://lake.s3.us-east-1.amazonaws.com/wh/t1/a"
+    response = sign(access, region="us-east-1", method="HEAD", uri=uri, headers={})
+    headers = response["headers"]
+    assert headers["X-Amz-Security-Token"] == [TOKEN]
+    auth = authorization_parts(headers["Authorization"][0])
+    assert auth["Credential"].startswith("ASIATEMP/20260102/us-east-1/s3/")
+    assert "x-amz-security-token" in auth["SignedHeaders"].split(";")
+    sent = {k: v[0] for k, v in headers.items()}
+    assert auth["Signature"] == reference_signature(
+        SECRET, "us-east-1", "HEAD", uri, sent, auth["SignedHeaders"]
+    )
+
+
+def test_a_stale_client_signature_is_replaced_not_trusted() -> None:
+    client = {"Authorization": ["AWS4-HMAC-SHA256 forged"], "X-Amz-Date": ["19990101T000000Z"]}
+    uri = "http://127.0.0.1:9000/lake/wh/t1/a"
+    headers = sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers=client)["headers"]
+    assert headers["X-Amz-Date"] == ["20260102T030405Z"]
+    assert "forged" not in headers["Authorization"][0]
+
+
+def test_the_secret_never_shows() -> None:
+    uri = "http://127.0.0.1:9000/lake/wh/t1/a"
+    response = sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers={})
+    assert SECRET not in repr(response)
+    with pytest.raises(ForbiddenError) as raised:
+        sign(
+            ACCESS,
+            region="us-east-1",
+            method="PUT",
+            uri=uri,
+            headers={"x-amz-copy-source": ["/x/y"]},
+        )
+    assert SECRET not in raised.value.message
+
+
+def test_server_side_copy_is_refused() -> None:
+    uri = "http://127.0.0.1:9000/lake/wh/t1/copy"
+    for name in ("x-amz-copy-source", "X-Amz-Copy-Source"):
+        with pytest.raises(ForbiddenError):
+            sign(
+                ACCESS, region="us-east-1", method="PUT", uri=uri, headers={name: ["other/secret"]}
+            )
+
+
+def test_bulk_delete_body_must_be_pinned_by_a_checksum() -> None:
+    uri = "http://127.0.0.1:9000/lake?delete"
+    body = delete_body("wh/t1/a")
+    data = body.encode()
+    pinned = [
+        {"Content-MD5": [base64.b64encode(hashlib.md5(data).digest()).decode()]},  # noqa: S324
+        {"x-amz-checksum-crc32": [base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()]},
+        {"x-amz-checksum-sha256": [base64.b64encode(hashlib.sha256(data).digest()).decode()]},
+        {"x-amz-content-sha256": [hashlib.sha256(data).hexdigest()]},
+    ]
+    for headers in pinned:
+        assert sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=body)
+    other = delete_body("wh/t10/b")
+    for headers in pinned:  # checksums of a different body
+        with pytest.raises(ForbiddenError):
+            sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=other)
+    with pytest.raises(ForbiddenError):
+        sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=pinned[0])
+    with pytest.raises(ForbiddenError):
+        sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers={}, body=body)
+
+
+def test_default_credential_chain_when_the_storage_has_no_keys(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", f"{tmp_path}/none")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", f"{tmp_path}/none")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    keyless = S3Access(region="us-east-1")
+    uri = "http://127.0.0.1:9000/lake/wh/t1/a"
+    headers = sign(keyless, region="us-east-1", method="GET", uri=uri, headers={})["headers"]
+    assert authorization_parts(headers["Authorization"][0])["Credential"].startswith("AKIDFROMENV/")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    for name in ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ForbiddenError) as raised:
+        sign(keyless, region="us-east-1", method="GET", uri=uri, headers={})
+    assert "no S3 credential" in raised.value.message
+
+
+def test_target_is_a_plain_value() -> None:
+    target = parse_target("http://h:1/lake/wh/t1/a?versionId=7")
+    assert target == S3Target("lake", "wh/t1/a", "object", (("versionId", "7"),))
