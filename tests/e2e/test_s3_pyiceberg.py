@@ -1,5 +1,5 @@
-"""PyIceberg on S3 warehouses (moto with IAM checks on) with no keys of its own: through
-STS vended credentials, and through remote signing."""
+"""PyIceberg and DuckDB on S3 warehouses (moto with IAM checks on) with no keys of their
+own: through STS vended credentials, and (PyIceberg) through remote signing."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from tests.support import duckdb_ext
 from tests.support.clients import rest_catalog, wait_until
 from tests.support.fixtures import ServerFactory
 from tests.support.moto_server import (
@@ -151,8 +152,22 @@ def test_pyiceberg_writes_and_reads_with_vended_credentials_only(lake: Lake) -> 
     with pytest.raises(OSError):
         plain.load_table("db.events").scan().to_arrow()
 
+    # DuckDB reads the same table through the REST catalog, with vended credentials only.
+    duck = duckdb_ext.connect()
+    try:
+        duck.execute(
+            f"ATTACH '{name}' AS lake (TYPE iceberg, ENDPOINT '{lake.server.uri}', "
+            "AUTHORIZATION_TYPE 'none')"
+        )
+        assert duck.execute("SELECT count(*), sum(id) FROM lake.db.events").fetchall() == [
+            (150, sum(range(150)))
+        ]
+    finally:
+        duck.close()
+
     catalog.purge_table("db.events")
     assert wait_until(lambda: lake.keys("vended", prefix) == [], timeout=30)
+    assert lake.secret not in lake.server.log()
 
 
 def test_pyiceberg_through_remote_signing(lake: Lake) -> None:
@@ -184,3 +199,5 @@ def test_pyiceberg_through_remote_signing(lake: Lake) -> None:
     )
     assert refused.status_code == 403, refused.text
     assert refused.json()["error"]["type"] == "ForbiddenException"
+    assert lake.secret not in refused.text
+    assert lake.secret not in lake.server.log()

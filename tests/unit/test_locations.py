@@ -9,6 +9,7 @@ import pytest
 from domain.errors import BadRequestError
 from domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
 from domain.locations import (
+    check_scheme_allowed,
     default_table_location,
     is_inside,
     normalize_location,
@@ -57,3 +58,14 @@ def test_secret_properties_are_refused_without_echoing_values() -> None:
     with pytest.raises(BadRequestError):
         require_string_map({"a": 1}, "properties")
     assert require_string_map(None, "properties") == {}
+
+
+def test_hadoop_s3_schemes_are_one_place_and_need_permission() -> None:
+    assert normalize_location("s3a://lake/wh/t/") == "s3://lake/wh/t"
+    assert normalize_location("s3n://lake/wh/t") == "s3://lake/wh/t"
+    assert is_inside("s3a://lake/wh/t", "s3://lake/wh")
+    assert not is_inside("s3a://lake/wh2/t", "s3://lake/wh")
+    check_scheme_allowed({"allow-alternative-protocols": True}, "s3a://lake/wh/t")
+    check_scheme_allowed({}, "s3://lake/wh/t")
+    with pytest.raises(BadRequestError, match="alternative protocol"):
+        check_scheme_allowed({"allow-alternative-protocols": False}, "s3n://lake/wh/t")
