@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from domain.errors import BadRequestError, ConflictError
+from domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 
@@ -67,6 +67,20 @@ def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def _storage_failure(action: str, location: str, exc: Exception) -> ServiceUnavailableError:
+    """A store that refuses or cannot be reached is a 503 naming the object and the S3
+    error code (never a credential); the command that needed it fails cleanly."""
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        reason = f"{_code(exc) or 'error'} (HTTP {status})"
+    else:
+        reason = type(exc).__name__
+    return ServiceUnavailableError(f"Storage error: could not {action} {location}: {reason}")
+
+
+_MISSING = ("NoSuchKey", "404", "NotFound")
+
+
 class S3FileIO:
     def __init__(self, access: S3Access) -> None:
         self._client = client_for(access)
@@ -78,16 +92,20 @@ class S3FileIO:
         except ClientError as exc:
             if _code(exc) in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise ConflictError(f"Object already exists: {location}") from None
-            raise
+            raise _storage_failure("write", location, exc) from None
+        except BotoCoreError as exc:
+            raise _storage_failure("write", location, exc) from None
 
     def read(self, location: str) -> bytes:
         bucket, key = split_location(location)
         try:
             body: bytes = self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+            if _code(exc) in _MISSING:
                 raise FileNotFoundError(location) from None
-            raise
+            raise _storage_failure("read", location, exc) from None
+        except BotoCoreError as exc:
+            raise _storage_failure("read", location, exc) from None
         return body
 
     def exists(self, location: str) -> bool:
@@ -95,9 +113,11 @@ class S3FileIO:
         try:
             self._client.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
-            if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+            if _code(exc) in _MISSING:
                 return False
-            raise
+            raise _storage_failure("check", location, exc) from None
+        except BotoCoreError as exc:
+            raise _storage_failure("check", location, exc) from None
         return True
 
     def delete(self, location: str) -> bool:
@@ -106,5 +126,8 @@ class S3FileIO:
         if not self.exists(location):
             return False
         bucket, key = split_location(location)
-        self._client.delete_object(Bucket=bucket, Key=key)
+        try:
+            self._client.delete_object(Bucket=bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise _storage_failure("delete", location, exc) from None
         return True

@@ -352,3 +352,42 @@ def test_table_locations_stay_inside_the_warehouse(api: Api, s3: S3) -> None:
     assert aliased.status_code == 200, aliased.text
     assert aliased.json()["metadata"]["location"] == f"s3://{bucket}/other/e"
     assert create(relaxed, "f", f"s3n://{bucket}/other/e/f").status_code == 409
+
+
+def test_a_revoked_credential_fails_commits_cleanly(api: Api, s3: S3) -> None:
+    bucket = s3.new_bucket()
+    user = f"revoked-{uuid4().hex[:8]}"
+    key, secret = admin_user(s3.endpoint, user)
+    response = create_warehouse(
+        api, {"storage-profile": profile(s3, bucket), "storage-credential": credential(key, secret)}
+    )
+    assert response.status_code == 200, response.text
+    catalog = f"/catalog/v1/{response.json()['warehouse-id']}"
+    assert api.client.post(f"{catalog}/namespaces", json={"namespace": ["db"]}).status_code == 200
+    created = api.client.post(
+        f"{catalog}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA}
+    )
+    assert created.status_code == 200, created.text
+
+    enforce_auth(s3.endpoint)
+    try:
+        iam = boto3.client(
+            "iam",
+            endpoint_url=s3.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=s3.key,
+            aws_secret_access_key=s3.secret,
+        )
+        iam.delete_access_key(UserName=user, AccessKeyId=key)
+        refused = api.client.post(
+            f"{catalog}/namespaces/db/tables/t",
+            json={"updates": [{"action": "set-properties", "updates": {"a": "b"}}]},
+        )
+    finally:
+        relax_auth(s3.endpoint)
+    assert refused.status_code == 503, refused.text
+    assert "could not write" in message_of(refused) and "InvalidAccessKeyId" in message_of(refused)
+    assert secret not in refused.text
+    # Nothing was committed: the table is still at its first metadata file.
+    loaded = api.client.get(f"{catalog}/namespaces/db/tables/t").json()
+    assert loaded["metadata-location"] == created.json()["metadata-location"]
