@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.clients import files_under, rest_catalog, wait_until
 from tests.support.fixtures import BACKENDS, ServerFactory
+from tests.support.postgres import TEST_SECRETS_KEY
 from tests.support.server import CatalogServer, start_icelog
 
 pytestmark = pytest.mark.parametrize("store", BACKENDS)
@@ -68,6 +69,7 @@ def task_events(server: CatalogServer, task_id: str) -> list[str]:
     env = {"ICELOG_DATA_DIR": str(server.data_dir)}
     if server.database_url:
         env["ICELOG_DATABASE_URL"] = server.database_url
+        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
     services = Services.build(Settings.from_env(env))
     try:
         from uuid import UUID

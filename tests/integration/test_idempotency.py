@@ -12,6 +12,7 @@ from api.app import create_app
 from api.services import Services
 from api.settings import Settings
 from tests.integration.conftest import Api, create_table
+from tests.support.postgres import TEST_SECRETS_KEY
 
 
 def key() -> dict[str, str]:
@@ -77,6 +78,7 @@ def test_the_record_holds_on_another_replica_and_expires(api: Api, tmp_path: Pat
     }
     if api.services.settings.database_url:
         env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
+        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
     settings = Settings.from_env(env)
     replica = Services.build(settings)
     try:

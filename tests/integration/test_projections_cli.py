@@ -32,6 +32,7 @@ from tests.integration.conftest import BACKENDS, SCHEMA, Api, create_table, make
 from tests.integration.test_cli import icelog
 from tests.integration.test_views_api import create_view
 from tests.support import postgres
+from tests.support.postgres import TEST_SECRETS_KEY
 
 LOG_EVENTS = 10_000
 TABLES = 20
@@ -133,6 +134,7 @@ def catalog(
         }
         if database_url:
             env["ICELOG_DATABASE_URL"] = database_url
+            env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
         settings = Settings.from_env(env)
         services = Services.build(settings)
         with TestClient(create_app(settings, services)) as client:
