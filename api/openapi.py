@@ -2,7 +2,8 @@
 
 - ``GET /api-docs/catalog/v1/openapi.json``: the official Iceberg REST catalog spec (Apache
   Iceberg 1.10.2, shipped in ``api/specs/``), filtered to exactly the operations advertised in
-  ``GET /v1/config`` ``endpoints`` (``api.routes.config.ENDPOINTS``), served under ``/catalog``.
+  ``GET /v1/config`` ``endpoints`` (``api.routes.config.ENDPOINTS``), served under ``/catalog``;
+  plus S3 remote signing, which the 1.10.2 catalog spec lacks (`_signing_paths`).
 - ``GET /api-docs/management/v1/openapi.json``: the management API (``/management/v1``).
 - ``GET /swagger-ui``: Swagger UI, from the files of the ``swagger-ui-bundle-v2`` package
   (served locally, so it works offline).
@@ -38,6 +39,15 @@ _COMPONENT_REF = "#/components/"
 # Served and advertised, but newer than the 1.10.2 spec this document is built from
 # (registerView arrived in the 1.11 spec). Integration tests cover it instead.
 NEWER_THAN_SPEC = frozenset({("post", "/v1/{prefix}/namespaces/{namespace}/register-view")})
+
+
+# S3 remote signing, absent from the 1.10.2 catalog spec: the table-scoped `signRequest` path
+# of later catalog specs (advertised), and the 1.10.2 S3 signer spec's `/v1/aws/s3/sign` under
+# the prefix (not advertised: clients find it through `s3.signer.*`). Both take the signer
+# spec's S3SignRequest and answer its S3SignResponse.
+TABLE_SIGN_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"
+WAREHOUSE_SIGN_PATH = "/v1/{prefix}/v1/aws/s3/sign"
+UNADVERTISED = frozenset({("post", WAREHOUSE_SIGN_PATH)})
 
 
 def advertised_operations(endpoints: Iterable[str] = ENDPOINTS) -> set[tuple[str, str]]:
@@ -116,10 +126,121 @@ def _prune_components(document: dict[str, Any]) -> None:
             del components[kind]
 
 
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"{_COMPONENT_REF}{kind}/{name}"}
+
+
+def _signing_components() -> dict[str, dict[str, Any]]:
+    """S3Headers, S3SignRequest and S3SignResponse as the 1.10.2 S3 signer spec defines them
+    (``aws/src/main/resources/s3-signer-open-api.yaml``, git blob 1e4dafa6c1b7)."""
+    headers = {
+        "type": "object",
+        "additionalProperties": {"type": "array", "items": {"type": "string"}},
+    }
+    methods = ["PUT", "GET", "HEAD", "POST", "DELETE", "PATCH", "OPTIONS"]
+    request = {
+        "type": "object",  # as RemoteSignRequest, its successor, says; icelog requires it
+        "required": ["region", "uri", "method", "headers"],
+        "properties": {
+            "region": {"type": "string"},
+            "uri": {"type": "string"},
+            "method": {"type": "string", "enum": methods},
+            "headers": _ref("schemas", "S3Headers"),
+            "properties": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {
+                "type": "string",
+                "description": "Optional body of the S3 request to send to the signing API. "
+                "This should only be populated for S3 requests which do not have the relevant "
+                "data in the URI itself (e.g. DeleteObjects requests)",
+            },
+        },
+    }
+    response = {
+        "description": "The response containing signed & unsigned headers. The server will also "
+        "send a Cache-Control header, indicating whether the response can be cached (Cache-Control "
+        '= ["private"]) or not (Cache-Control = ["no-cache"]). icelog always sends `no-cache`.',
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["uri", "headers"],
+                    "properties": {
+                        "uri": {"type": "string"},
+                        "headers": _ref("schemas", "S3Headers"),
+                    },
+                }
+            }
+        },
+    }
+    return {
+        "schemas": {"S3Headers": headers, "S3SignRequest": request},
+        "responses": {"S3SignResponse": response},
+    }
+
+
+def _signing_paths() -> dict[str, Any]:
+    """The two sign routes (``api/routes/signing.py``). 403: outside every table's location,
+    another region, or remote signing off (file warehouses); 404: no such table/warehouse."""
+
+    def sign(operation_id: str, summary: str, missing: str) -> dict[str, Any]:
+        return {
+            "tags": ["Catalog API"],
+            "summary": summary,
+            "operationId": operation_id,
+            "requestBody": {
+                "description": "The S3 request to sign",
+                "content": {"application/json": {"schema": _ref("schemas", "S3SignRequest")}},
+                "required": True,
+            },
+            "responses": {
+                "200": _ref("responses", "S3SignResponse"),
+                "400": _ref("responses", "BadRequestErrorResponse"),
+                "401": _ref("responses", "UnauthorizedResponse"),
+                "403": _ref("responses", "ForbiddenResponse"),
+                "404": {
+                    "description": f"Not Found - {missing}",
+                    "content": {
+                        "application/json": {"schema": _ref("schemas", "IcebergErrorResponse")}
+                    },
+                },
+                "419": _ref("responses", "AuthenticationTimeoutResponse"),
+                "503": _ref("responses", "ServiceUnavailableResponse"),
+                "5XX": _ref("responses", "ServerErrorResponse"),
+            },
+        }
+
+    prefix, namespace, table = (
+        _ref("parameters", name) for name in ("prefix", "namespace", "table")
+    )
+    return {
+        TABLE_SIGN_PATH: {
+            "parameters": [prefix, namespace, table],
+            "post": sign(
+                "signRequest",
+                "Remotely signs an S3 request inside the table's location",
+                "NoSuchTableException, the table does not exist",
+            ),
+        },
+        WAREHOUSE_SIGN_PATH: {
+            "parameters": [prefix],
+            "post": sign(
+                "signS3Request",
+                "Remotely signs an S3 request inside the location of a table of the warehouse "
+                "(the S3 signer spec's path, under the prefix)",
+                "NoSuchWarehouseException, the warehouse does not exist",
+            ),
+        },
+    }
+
+
 def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
-    """The Iceberg REST catalog spec restricted to the advertised ``endpoints``."""
-    wanted = advertised_operations(endpoints)
+    """The Iceberg REST catalog spec restricted to the advertised ``endpoints``, with the
+    signing routes (`_signing_paths`)."""
+    wanted = advertised_operations(endpoints) | UNADVERTISED
     document = copy.deepcopy(official_catalog_spec())
+    document["paths"].update(_signing_paths())
+    for kind, found in _signing_components().items():
+        document["components"][kind].update(found)
     missing = wanted - document_operations(document)
     if missing:
         raise ValueError(f"advertised endpoints missing from the spec: {sorted(missing)}")
@@ -153,8 +274,10 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
     info["description"] = (
         f"{info.get('description', '').strip()}\n\n"
         "Served by icelog: the Apache Iceberg 1.10.2 REST catalog spec, restricted to the "
-        "operations icelog advertises in `GET /v1/config` `endpoints`. Every route is also "
-        "served without the `{prefix}` segment (the `default` warehouse)."
+        "operations icelog advertises in `GET /v1/config` `endpoints`, plus S3 remote signing "
+        "(the 1.10.2 S3 signer spec's request and response, at the table-scoped path of later "
+        "specs and at the signer's own path under the prefix). Every route is also served "
+        "without the `{prefix}` segment (the `default` warehouse)."
     )
     info["x-iceberg-version"] = "1.10.2"
     return document
@@ -178,6 +301,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "NotFound",
         409: "Conflict",
         500: "ServerError",
+        503: "ServiceUnavailable",
     }
     return {str(code): {"$ref": f"#/components/responses/{names[code]}"} for code in codes}
 
@@ -561,6 +685,219 @@ def _soft_delete_schemas() -> dict[str, Any]:
     }
 
 
+def _storage_paths() -> dict[str, Any]:
+    """Lakekeeper's update-storage-profile and update-storage-credential."""
+
+    def update(operation_id: str, summary: str, body: str) -> dict[str, Any]:
+        return {
+            "post": {
+                "operationId": operation_id,
+                "tags": ["warehouse"],
+                "summary": summary,
+                "parameters": [_WAREHOUSE_ID],
+                "requestBody": _body(body),
+                "responses": {**_NO_CONTENT, **_errors(400, 404, 500, 503)},
+            }
+        }
+
+    return {
+        "/v1/warehouse/{warehouse_id}/storage": update(
+            "updateStorageProfile",
+            "New storage settings for the same storage location (same type and "
+            "base-location), optionally with a new credential",
+            "UpdateWarehouseStorageRequest",
+        ),
+        "/v1/warehouse/{warehouse_id}/storage-credential": update(
+            "updateStorageCredential",
+            "A new credential for the warehouse's storage (key rotation)",
+            "UpdateWarehouseCredentialRequest",
+        ),
+    }
+
+
+def _credential_rule(*, required: bool) -> dict[str, Any]:
+    """`storage-credential` next to `storage-profile`: a file profile takes none; an s3
+    profile needs one when ``required`` (else the warehouse's current one is kept)."""
+    is_s3 = {"properties": {"storage-profile": {"properties": {"type": {"const": "s3"}}}}}
+    credential = {"$ref": "#/components/schemas/StorageCredential"}
+    rule: dict[str, Any] = {
+        "if": is_s3,
+        "else": {"properties": {"storage-credential": {"type": "null"}}},
+    }
+    if required:
+        rule["then"] = {
+            "required": ["storage-credential"],
+            "properties": {"storage-credential": credential},
+        }
+    return rule
+
+
+def _storage_schemas() -> dict[str, Any]:
+    """Storage profiles and credentials as ``commands/storage`` validates them
+    (``validate_storage_profile``, ``normalize_s3_profile``, ``normalize_s3_credential``)."""
+    schemas = "#/components/schemas/"
+    or_null = {"anyOf": [{"$ref": schemas + "StorageCredential"}, {"type": "null"}]}
+
+    def optional(kind: str, description: str, **extra: Any) -> dict[str, Any]:
+        """A field the server defaults when it is absent or null (or an empty string)."""
+        return {"type": [kind, "null"], "description": description, **extra}
+
+    url = "^$|^https?://[^/?#]"  # an http(s) URL with a host
+    arn = "^$|^arn:[A-Za-z0-9-]+:[A-Za-z0-9-]+:[A-Za-z0-9-]*:[0-9]*:.+$"
+    key_id = {"type": "string", "pattern": "\\S"}
+    secret = {"type": "string", "minLength": 1}
+    return {
+        "StorageProfile": {
+            "description": "Where a warehouse's data lives: a local directory or an S3 bucket.",
+            "oneOf": [
+                {"$ref": schemas + "FileStorageProfile"},
+                {"$ref": schemas + "S3StorageProfile"},
+            ],
+            "discriminator": {
+                "propertyName": "type",
+                "mapping": {
+                    "file": schemas + "FileStorageProfile",
+                    "s3": schemas + "S3StorageProfile",
+                },
+            },
+        },
+        "FileStorageProfile": {
+            "type": "object",
+            "required": ["type", "base-location"],
+            "properties": {
+                "type": {"type": "string", "const": "file"},
+                "base-location": {
+                    "type": "string",
+                    "description": "A `file:///<absolute directory>` URI (or an absolute path); "
+                    "the server must be able to write there.",
+                },
+            },
+        },
+        "S3StorageProfile": {
+            "type": "object",
+            "description": "An S3 bucket (or a folder of it), Lakekeeper's shape. Stored (and "
+            "returned) with every field present, defaults filled in. At creation and update the "
+            "server writes, reads, lists and deletes a probe object with the credential (and "
+            "assumes the role once when `sts-enabled`); a failing step is a 400. "
+            "`ICELOG_SKIP_STORAGE_VALIDATION=true` skips the probe.",
+            "required": ["type", "bucket", "region", "base-location", "credential-id"],
+            "additionalProperties": False,
+            "properties": {
+                "type": {"type": "string", "const": "s3"},
+                "bucket": {
+                    "type": "string",
+                    "pattern": "^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+                    "description": "3-63 lowercase letters, digits, '.' or '-'; no '..'",
+                },
+                "key-prefix": optional(
+                    "string",
+                    "Folder of the warehouse in the bucket; outer '/' are dropped and no part "
+                    "may be empty, '.' or '..'. Default: the whole bucket (stored as \"\").",
+                ),
+                "region": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                "endpoint": optional(
+                    "string", "S3 endpoint (an http(s) URL) for S3-compatible storage", pattern=url
+                ),
+                "path-style-access": optional("boolean", "Default false", default=False),
+                "flavor": optional(
+                    "string", "Default aws", enum=["aws", "s3-compat", None], default="aws"
+                ),
+                "sts-enabled": optional(
+                    "boolean",
+                    "Vend STS credentials to clients (default false); on AWS it needs "
+                    "`sts-role-arn` or `assume-role-arn`",
+                    default=False,
+                ),
+                "sts-endpoint": optional(
+                    "string", "STS endpoint (an http(s) URL); default: `endpoint`", pattern=url
+                ),
+                "assume-role-arn": optional("string", "IAM role ARN", pattern=arn),
+                "sts-role-arn": optional("string", "IAM role ARN", pattern=arn),
+                "sts-token-validity-seconds": optional(
+                    "integer", "Default 3600", minimum=900, maximum=43200, default=3600
+                ),
+                "remote-signing-enabled": optional(
+                    "boolean", "Clients may have S3 requests signed (default true)", default=True
+                ),
+                "allow-alternative-protocols": optional(
+                    "boolean",
+                    "Accept s3a:// and s3n:// table locations (default false)",
+                    default=False,
+                ),
+                "base-location": {
+                    "type": "string",
+                    "readOnly": True,
+                    "description": "`s3://<bucket>[/<key-prefix>]`, set by the server (ignored "
+                    "in requests)",
+                },
+                "credential-id": {
+                    "type": "string",
+                    "format": "uuid",
+                    "readOnly": True,
+                    "description": "The sealed credential's id, set by the server (ignored in "
+                    "requests); the credential itself is never returned",
+                },
+            },
+        },
+        "StorageCredential": {
+            "description": "A secret for the storage: encrypted at rest outside the event log, "
+            "never part of a response.",
+            "writeOnly": True,
+            "oneOf": [{"$ref": schemas + "S3StorageCredential"}],
+            "discriminator": {
+                "propertyName": "type",
+                "mapping": {"s3": schemas + "S3StorageCredential"},
+            },
+        },
+        "S3StorageCredential": {
+            "type": "object",
+            "description": "An access key. The `aws-` spellings are accepted too; the plain ones "
+            "win when both are sent.",
+            "required": ["type"],
+            "properties": {
+                "type": {"type": "string", "const": "s3"},
+                "credential-type": {
+                    "type": "string",
+                    "const": "access-key",
+                    "default": "access-key",
+                },
+                "access-key-id": key_id,
+                "secret-access-key": secret,
+                "aws-access-key-id": key_id,
+                "aws-secret-access-key": secret,
+                "external-id": optional("string", "External id for assuming `sts-role-arn`"),
+            },
+            "allOf": [
+                {"anyOf": [{"required": ["access-key-id"]}, {"required": ["aws-access-key-id"]}]},
+                {
+                    "anyOf": [
+                        {"required": ["secret-access-key"]},
+                        {"required": ["aws-secret-access-key"]},
+                    ]
+                },
+            ],
+        },
+        "UpdateWarehouseStorageRequest": {
+            "type": "object",
+            "description": "New settings for the same storage: the type and the base location "
+            "cannot change. Without `storage-credential` an s3 warehouse keeps its credential; a "
+            "file warehouse takes none.",
+            "required": ["storage-profile"],
+            "properties": {
+                "storage-profile": {"$ref": schemas + "StorageProfile"},
+                "storage-credential": or_null,
+            },
+            **_credential_rule(required=False),
+        },
+        "UpdateWarehouseCredentialRequest": {
+            "type": "object",
+            "description": "An s3 warehouse needs `new-storage-credential`; for a file warehouse "
+            "it must be absent or null (nothing changes).",
+            "properties": {"new-storage-credential": or_null},
+        },
+    }
+
+
 def _project_ops(by_path: bool) -> dict[str, dict[str, Any]]:
     suffix = "ById" if by_path else ""
     params = [_PROJECT_ID] if by_path else [_PROJECT_HEADER]
@@ -603,19 +940,6 @@ def management_document() -> dict[str, Any]:
     """OpenAPI 3.1 document of the management API as ``api/routes/management.py`` serves it."""
     name = {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^/]*$"}
     uuid = {"type": "string", "format": "uuid"}
-    storage_profile = {
-        "type": "object",
-        "description": "Only local file storage is supported.",
-        "required": ["type", "base-location"],
-        "properties": {
-            "type": {"type": "string", "enum": ["file"]},
-            "base-location": {
-                "type": "string",
-                "description": "A `file:///<absolute directory>` URI (or an absolute path); "
-                "the server must be able to write there.",
-            },
-        },
-    }
     delete_profile = {
         "oneOf": [
             {
@@ -762,7 +1086,7 @@ def management_document() -> dict[str, Any]:
                     "requestBody": _body("CreateWarehouseRequest"),
                     "responses": {
                         "200": _ok("The new warehouse's id", "CreateWarehouseResponse"),
-                        **_errors(400, 404, 409, 500),
+                        **_errors(400, 404, 409, 500, 503),
                     },
                 },
                 "get": {
@@ -805,6 +1129,7 @@ def management_document() -> dict[str, Any]:
                     "responses": {**_NO_CONTENT, **_errors(400, 404, 409, 500)},
                 }
             },
+            **_storage_paths(),
             **_lifecycle_paths(),
         },
         "components": {
@@ -915,11 +1240,12 @@ def management_document() -> dict[str, Any]:
                     "required": ["new-name"],
                     "properties": {"new-name": name},
                 },
-                "StorageProfile": storage_profile,
+                **_storage_schemas(),
                 "DeleteProfile": delete_profile,
                 "CreateWarehouseRequest": {
                     "type": "object",
                     "required": ["warehouse-name", "storage-profile"],
+                    **_credential_rule(required=True),
                     "properties": {
                         "warehouse-name": name,
                         "project-id": {
@@ -929,8 +1255,12 @@ def management_document() -> dict[str, Any]:
                         "storage-profile": {"$ref": "#/components/schemas/StorageProfile"},
                         "delete-profile": {"$ref": "#/components/schemas/DeleteProfile"},
                         "storage-credential": {
-                            "type": "null",
-                            "description": "Not supported for file storage: must be absent.",
+                            "anyOf": [
+                                {"$ref": "#/components/schemas/StorageCredential"},
+                                {"type": "null"},
+                            ],
+                            "description": "Required for an s3 profile; a file profile takes "
+                            "none (absent or null).",
                         },
                     },
                 },
@@ -968,6 +1298,9 @@ def management_document() -> dict[str, Any]:
                 "NotFound": error_response("No such project or warehouse"),
                 "Conflict": error_response("Already exists, or not empty"),
                 "ServerError": error_response("Unexpected server error"),
+                "ServiceUnavailable": error_response(
+                    "Storage credentials cannot be stored or read on this server"
+                ),
             },
         },
     }

@@ -196,11 +196,11 @@ class CatalogQueries:
         return str(r[0]) if r else None
 
     def table_containing(self, warehouse_id: str, location: str) -> tuple[str, str] | None:
-        """The live table whose location holds `location`: (id, table location)."""
+        """The live table whose location is or holds `location`: (id, table location)."""
         r = self.row(
             "SELECT id, location FROM icelog_tabulars WHERE warehouse_id = ? AND kind = 'table' "
-            "AND substr(?, 1, length(location) + 1) = location || '/' LIMIT 1",
-            (warehouse_id, location),
+            "AND (location = ? OR substr(?, 1, length(location) + 1) = location || '/') LIMIT 1",
+            (warehouse_id, location, location),
         )
         return (str(r[0]), str(r[1])) if r else None
 

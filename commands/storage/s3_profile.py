@@ -12,10 +12,12 @@ import uuid
 from typing import Any
 from urllib.parse import urlparse
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
+from botocore.utils import validate_region_name
 
 from commands.storage.s3 import S3Access, client_for, split_location
 from domain.errors import BadRequestError
+from domain.identifiers import reject_control_characters
 
 # Fields a profile may carry. Lakekeeper fields icelog does not act on yet are refused,
 # so that a setting never silently does nothing.
@@ -39,7 +41,8 @@ _FIELDS = {
 # a profile it read from GET warehouse.
 _DERIVED = {"base-location", "credential-id"}
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
-_REGION = re.compile(r"^[A-Za-z0-9\-_]{1,64}$")
+# botocore's own rule for region names (a name it refuses would fail later, not here).
+_REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
 _ARN = re.compile(r"^arn:[A-Za-z0-9\-]+:[A-Za-z0-9\-]+:[A-Za-z0-9\-]*:[0-9]*:.+$")
 MIN_VALIDITY_S, MAX_VALIDITY_S = 900, 43_200
 
@@ -65,10 +68,26 @@ def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
 def _url(value: str | None, key: str) -> str | None:
     if value is None:
         return None
-    parsed = urlparse(value)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    if not _valid_netloc(value) or urlparse(value).scheme not in ("http", "https"):
         raise BadRequestError(f"storage-profile.{key} must be an http(s) URL, got {value!r}")
     return value.rstrip("/")
+
+
+def _botocore_region(region: str) -> bool:
+    try:
+        validate_region_name(region)
+    except InvalidRegionError:
+        return False
+    return True
+
+
+def _valid_netloc(value: str) -> bool:
+    try:
+        parsed = urlparse(value)
+        _ = parsed.port  # raises on a port that is not a number or out of range
+    except ValueError:
+        return False
+    return bool(parsed.hostname)
 
 
 def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
@@ -77,15 +96,16 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
     bucket = profile.get("bucket")
-    if not isinstance(bucket, str) or not _BUCKET.match(bucket) or ".." in bucket:
+    if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket) or ".." in bucket:
         raise BadRequestError(
             "storage-profile.bucket must be an S3 bucket name (3-63 lowercase letters, "
             "digits, '.' or '-')"
         )
     region = profile.get("region")
-    if not isinstance(region, str) or not _REGION.match(region):
+    if not isinstance(region, str) or not _REGION.fullmatch(region) or not _botocore_region(region):
         raise BadRequestError("storage-profile.region is required (e.g. us-east-1)")
     prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
+    reject_control_characters(prefix, "storage-profile.key-prefix")
     if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
         raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
     flavor = profile.get("flavor") or "aws"
@@ -197,7 +217,10 @@ def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
         if prefix
         else f".icelog-probe-{uuid.uuid4().hex}"
     )
-    client = client_for(access, quick=True)
+    try:
+        client = client_for(access, quick=True)
+    except (BotoCoreError, ValueError) as exc:
+        raise BadRequestError(f"Storage validation failed: {_reason(exc)}") from None
     payload = b"icelog storage probe"
     step = "write"
     try:

@@ -152,7 +152,11 @@ def parse_target(
     path-style, which is what botocore uses for custom endpoints; IP and single-label
     hosts are always path-style.
     """
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+        _port(parts)  # a port that is not a number, or out of range, raises here
+    except ValueError:
+        raise BadRequestError("Sign request URI is not a valid URL") from None
     host = (parts.hostname or "").lower()
     if parts.scheme not in ("http", "https") or not host:
         raise BadRequestError("Sign request URI must be an absolute http(s) URL")

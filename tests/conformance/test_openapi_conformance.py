@@ -18,15 +18,19 @@ Figures of the last recorded run are in ``tests/conformance/README.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 import schemathesis
 
-from api.openapi import advertised_operations, catalog_document
+from api.openapi import TABLE_SIGN_PATH, WAREHOUSE_SIGN_PATH, catalog_document, document_operations
 from api.routes.config import ENDPOINTS
-from tests.conformance.harness import Conformance, OperationReport
+from tests.conformance.harness import Conformance, KnownBug, OperationReport
+from tests.conformance.s3 import REGION, create_s3_warehouse
 from tests.support.fixtures import ServerFactory
 from tests.support.server import CatalogServer
 
@@ -42,20 +46,25 @@ TABLE_SCHEMA = {
     ],
 }
 
-# Server bugs this test found: (backend or "*", operation, check, HTTP status) -> reason. A run
-# that shows only known bugs is an xfail; one that no longer shows a known bug fails (strict)
-# so the entry is removed with the fix; any other finding fails as usual.
-KNOWN_BUGS: dict[tuple[str, str, str, int], str] = {
-    ("*", "POST /v1/{prefix}/namespaces", "status_code_conformance", 404): (
+# Server bugs this test found (see KnownBug): an operation that shows only known bugs is an
+# xfail; one that no longer shows a known bug fails, so the entry goes with the fix.
+KNOWN_BUGS = [
+    KnownBug(
+        "POST /v1/{prefix}/namespaces",
+        "status_code_conformance",
+        404,
         "deliberate deviation: creating a child namespace whose parent does not exist answers "
         "404 NoSuchNamespaceException, which the Java client's namespace error handler turns "
-        "into the right exception; the spec documents no 404 for createNamespace"
+        "into the right exception; the spec documents no 404 for createNamespace",
     ),
-    **{
-        ("*", op, "response_schema_conformance", 404): (
+    *(
+        KnownBug(
+            op,
+            "response_schema_conformance",
+            404,
             "spec defect: the 1.10.2 spec gives the view operations' 404 the bare ErrorModel "
             "schema, while every client parses the IcebergErrorResponse wrapper "
-            '({"error": {...}}) that icelog sends, as for tables'
+            '({"error": {...}}) that icelog sends, as for tables',
         )
         for op in (
             "GET /v1/{prefix}/namespaces/{namespace}/views",
@@ -65,14 +74,16 @@ KNOWN_BUGS: dict[tuple[str, str, str, int], str] = {
             "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
             "POST /v1/{prefix}/views/rename",
         )
-    },
-}
+    ),
+]
 
-OPERATIONS = sorted(advertised_operations(ENDPOINTS), key=lambda op: (op[1], op[0]))
+# The advertised operations and the S3 signer's path (api.openapi.UNADVERTISED).
+OPERATIONS = sorted(document_operations(catalog_document()), key=lambda op: (op[1], op[0]))
 
 
-def _ensure_state(server: CatalogServer, prefix: str) -> None:
-    """The namespace and the table that aimed requests hit (recreated if a test dropped them)."""
+def _ensure_state(server: CatalogServer, prefix: str) -> str:
+    """The namespace and the table that aimed requests hit (recreated if a test dropped
+    them); the table's location."""
     base = f"{server.uri}/v1/{prefix}"
     with httpx.Client(timeout=30) as client:
         response = client.post(f"{base}/namespaces", json={"namespace": [NAMESPACE]})
@@ -81,6 +92,34 @@ def _ensure_state(server: CatalogServer, prefix: str) -> None:
             f"{base}/namespaces/{NAMESPACE}/tables", json={"name": TABLE, "schema": TABLE_SCHEMA}
         )
         assert response.status_code in (200, 409), response.text
+        response = client.get(f"{base}/namespaces/{NAMESPACE}/tables/{TABLE}")
+        assert response.status_code == 200, response.text
+        return str(response.json()["metadata"]["location"])
+
+
+def _aim_signing(
+    s3_prefix: str, location: str, s3_endpoint: str
+) -> Callable[[schemathesis.Case[Any]], None]:
+    """Half the sign requests (by a checksum of the generated URI) are aimed at the S3 table:
+    its warehouse, table, region, and a URI inside its location (the generated one, quoted,
+    becomes the key below `data/`), so that they are signed; the rest must be refused (4xx)."""
+    bucket_and_key = location.removeprefix("s3://")
+    table = {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE}
+
+    def prepare(case: schemathesis.Case[Any]) -> None:
+        body = case.body
+        if not case.operation.path.endswith("/sign") or not isinstance(body, dict):
+            return
+        uri = body.get("uri")
+        if not isinstance(uri, str):
+            return
+        raw = uri.encode("utf-8", "surrogatepass")
+        if zlib.crc32(raw) % 2 == 0:
+            aimed = f"{s3_endpoint}/{bucket_and_key}/data/{quote(raw, safe='')}"
+            case.body = {**body, "region": REGION, "uri": aimed}
+            case.path_parameters = {k: table[k] for k in case.path_parameters or {}}
+
+    return prepare
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +129,13 @@ def conformance_server(backend: str, catalog_server_factory: ServerFactory) -> C
 
 
 @pytest.fixture(scope="session")
-def conformance(conformance_server: CatalogServer) -> Iterator[Conformance]:
+def s3_prefix(conformance_server: CatalogServer, s3_endpoint: str) -> str:
+    """An S3 warehouse (moto) with vended credentials and remote signing."""
+    return create_s3_warehouse(conformance_server, s3_endpoint, "conformance-s3", "catalog")
+
+
+@pytest.fixture(scope="session")
+def conformance(conformance_server: CatalogServer, s3_prefix: str) -> Iterator[Conformance]:
     config = httpx.get(
         f"{conformance_server.uri}/v1/config", params={"warehouse": conformance_server.warehouse}
     )
@@ -102,7 +147,10 @@ def conformance(conformance_server: CatalogServer) -> Iterator[Conformance]:
         schema=schema,
         base_url=conformance_server.uri,
         fixed={"prefix": prefix},
-        existing=[{"namespace": NAMESPACE, "table": TABLE}],
+        existing=[
+            {"namespace": NAMESPACE, "table": TABLE},
+            {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE},
+        ],
     )
     yield runner
     runner.session.close()
@@ -124,29 +172,52 @@ def reports() -> Iterator[list[OperationReport]]:
 def test_operation_conforms_to_spec(
     conformance: Conformance,
     conformance_server: CatalogServer,
+    s3_prefix: str,
+    s3_endpoint: str,
     reports: list[OperationReport],
     method: str,
     path: str,
 ) -> None:
     label = f"{method.upper()} {path}"
     _ensure_state(conformance_server, conformance.fixed["prefix"])
-    report = conformance.run(method, path, max_examples=MAX_EXAMPLES)
+    location = _ensure_state(conformance_server, s3_prefix)
+    known = [bug for bug in KNOWN_BUGS if bug.applies(label, conformance_server.backend)]
+    report = conformance.run(
+        method,
+        path,
+        max_examples=MAX_EXAMPLES,
+        prepare=_aim_signing(s3_prefix, location, s3_endpoint),
+        known=known,
+    )
     report.label = f"[{conformance_server.backend}] {label}"
     reports.append(report)
     print(report.summary())
     assert report.total > 0, f"schemathesis generated no request for {label}"
-    backend = conformance_server.backend
-    known = {
-        (op, check, status): reason
-        for (where, op, check, status), reason in KNOWN_BUGS.items()
-        if op == label and where in ("*", backend)
-    }
-    found = {(label, check, status) for check, status, _title in report.findings}
-    unknown = {k: f for k, f in report.findings.items() if (label, k[0], k[1]) not in known}
-    assert not unknown, f"{report.summary()}\n\n" + "\n\n".join(
-        f.describe() for f in unknown.values()
-    )
-    fixed = set(known) - found
-    assert not fixed, f"known bugs no longer reproduce, remove them from KNOWN_BUGS: {fixed}"
-    if known:
-        pytest.xfail("; ".join(known.values()))
+    report.settle(known)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3://conformance/x",
+        "not a URL",
+        "http:///conformance/x",
+        "http://[::1/x",
+        "http://127.0.0.1:abc/x",
+        "http://127.0.0.1:99999/x",
+    ],
+)
+@pytest.mark.parametrize("path", [TABLE_SIGN_PATH, WAREHOUSE_SIGN_PATH])
+def test_a_sign_request_for_a_malformed_uri_is_400(
+    conformance: Conformance,
+    conformance_server: CatalogServer,
+    s3_prefix: str,
+    path: str,
+    uri: str,
+) -> None:
+    """In the S3 warehouse's region and for its table, so that the URI is what is judged."""
+    _ensure_state(conformance_server, s3_prefix)
+    target = path.format(prefix=s3_prefix, namespace=NAMESPACE, table=TABLE)
+    body: dict[str, Any] = {"region": REGION, "uri": uri, "method": "GET", "headers": {}}
+    response = conformance.session.post(f"{conformance.base_url}{target}", json=body)
+    assert response.status_code == 400, response.text

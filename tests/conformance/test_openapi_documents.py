@@ -1,16 +1,18 @@
 """The OpenAPI documents and Swagger UI that ``api.openapi`` serves.
 
 The routes are mounted on a bare Starlette app here (``api/app.py`` adds them to the real one);
-the management document is also run with schemathesis against a real ``icelog serve``.
+the management document is also run with schemathesis against a real ``icelog serve``, with
+S3 warehouses in a moto server.
 """
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -24,13 +26,21 @@ from api.openapi import (
     MANAGEMENT_DOC_PATH,
     NEWER_THAN_SPEC,
     SPEC_PATH,
+    UNADVERTISED,
     advertised_operations,
     document_operations,
     management_document,
     openapi_routes,
 )
 from api.routes.config import ENDPOINTS
-from tests.conformance.harness import CHECKS, Conformance, OperationReport
+from commands.storage import s3_profile as profiles
+from tests.conformance.harness import (
+    CHECKS,
+    Conformance,
+    KnownBug,
+    OperationReport,
+)
+from tests.conformance.s3 import BUCKET, CREDENTIAL, create_s3_warehouse, s3_profile
 from tests.support.fixtures import ServerFactory
 from tests.support.server import CatalogServer
 
@@ -87,8 +97,10 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
     document = response.json()
     validate(document)
     assert document["openapi"].startswith("3.1")
-    assert document_operations(document) == advertised_operations(ENDPOINTS)
-    assert len(document_operations(document)) == len(ENDPOINTS) - len(NEWER_THAN_SPEC)
+    assert document_operations(document) == advertised_operations(ENDPOINTS) | UNADVERTISED
+    assert len(document_operations(document)) == (
+        len(ENDPOINTS) - len(NEWER_THAN_SPEC) + len(UNADVERTISED)
+    )
     assert document["servers"][0]["url"] == "/catalog"
     assert "security" not in document
     dangling = [ref for ref in _refs(document) if not _resolves(document, ref)]
@@ -98,6 +110,8 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
     assert "PlanTableScanRequest" not in schemas
     assert {"LoadTableResult", "CommitTableRequest", "IcebergErrorResponse"} <= set(schemas)
     assert {"LoadViewResult", "CommitTransactionRequest"} <= set(schemas)
+    assert {"S3SignRequest", "S3Headers"} <= set(schemas)
+    assert "S3SignResponse" in document["components"]["responses"]
     # schemathesis loads it too.
     schema = schemathesis.openapi.from_dict(document)
     assert schema["/v1/{prefix}/namespaces"]["GET"] is not None
@@ -126,6 +140,41 @@ def test_management_document_is_valid_and_covers_the_management_routes(
     schemathesis.openapi.from_dict(document)
 
 
+def _reachable(document: dict[str, Any], node: Any) -> set[str]:
+    """Names of the components ``node`` refers to, transitively."""
+    found: set[str] = set()
+    pending = list(_refs(node))
+    while pending:
+        ref = pending.pop()
+        if ref not in found:
+            found.add(ref)
+            kind, _, name = ref.removeprefix("#/components/").partition("/")
+            pending.extend(_refs(document["components"][kind][name]))
+    return {ref.rsplit("/", 1)[1] for ref in found}
+
+
+def test_storage_schemas_match_the_server() -> None:
+    """Every field the server takes in an s3 profile, no other; credentials only in requests."""
+    document = management_document()
+    schemas = document["components"]["schemas"]
+    fields = set(schemas["S3StorageProfile"]["properties"])
+    assert fields == profiles._FIELDS | profiles._DERIVED
+    read_only = {
+        k for k, v in schemas["S3StorageProfile"]["properties"].items() if v.get("readOnly")
+    }
+    assert read_only == profiles._DERIVED
+    assert {"file", "s3"} == set(schemas["StorageProfile"]["discriminator"]["mapping"])
+    responses = [
+        op["responses"]
+        for item in document["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict)
+    ]
+    in_responses = _reachable(document, [responses, document["components"]["responses"]])
+    assert "S3StorageProfile" in in_responses
+    assert not {"StorageCredential", "S3StorageCredential"} & in_responses
+
+
 @pytest.mark.parametrize("path", ["/swagger-ui", "/swagger-ui/"])
 def test_swagger_ui_lists_both_documents(client: TestClient, path: str) -> None:
     response = client.get(path)
@@ -149,34 +198,119 @@ def management_server(backend: str, catalog_server_factory: ServerFactory) -> Ca
 
 
 @pytest.fixture(scope="module")
-def management(management_server: CatalogServer) -> Iterator[Conformance]:
+def management(management_server: CatalogServer, s3_endpoint: str) -> Iterator[Conformance]:
     config = httpx.get(f"{management_server.uri}/v1/config", params={"warehouse": "default"})
     assert config.status_code == 200, config.text
+    # An S3 warehouse for the reads (its stored profile) and the storage updates to aim at;
+    # protected, so that the generated deletes leave it to the later operations.
+    s3_id = create_s3_warehouse(management_server, s3_endpoint, "conformance-s3", key_prefix="")
+    protect = httpx.post(
+        f"{management_server.base}/management/v1/warehouse/{s3_id}/protection",
+        json={"protected": True},
+    )
+    assert protect.status_code == 200, protect.text
     runner = Conformance(
         schema=schemathesis.openapi.from_dict(management_document()),
         base_url=f"{management_server.base}/management",
         fixed={},
-        existing=[{"project_id": NIL_UUID, "warehouse_id": config.json()["overrides"]["prefix"]}],
+        existing=[
+            {"project_id": NIL_UUID, "warehouse_id": config.json()["overrides"]["prefix"]},
+            {"warehouse_id": s3_id},
+        ],
     )
     yield runner
     runner.session.close()
 
 
-def _confine_storage(root: Path) -> Any:
-    """Generated warehouses get a base location under ``root``, never elsewhere on disk."""
+def _storage_profile(case: schemathesis.Case[Any]) -> dict[str, Any]:
+    body = case.body
+    profile = body.get("storage-profile") if isinstance(body, dict) else None
+    return profile if isinstance(profile, dict) else {}
+
+
+def _url_like(value: str) -> bool:
+    """What icelog takes for an endpoint URL (``profiles._url``)."""
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _aim(value: Any, endpoint: str) -> Any:
+    """Absent, empty and URL-like endpoints become moto's; other values stay (icelog refuses
+    them before any network call)."""
+    if value is None or value == "":
+        return endpoint
+    try:
+        return endpoint if isinstance(value, str) and _url_like(value) else value
+    except ValueError:  # not even parsable: a 500 (test_nonsense_in_an_s3_profile_is_400)
+        return value
+
+
+def _confine_storage(root: Path, s3_endpoint: str) -> Callable[[schemathesis.Case[Any]], None]:
+    """Generated warehouses stay in the sandbox: file base locations under ``root``; s3
+    profiles in moto, a bucket name icelog accepts becoming `BUCKET`."""
 
     def prepare(case: schemathesis.Case[Any]) -> None:
-        body = case.body
-        raw = body.get("storage-profile") if isinstance(body, dict) else None
-        if isinstance(body, dict) and isinstance(raw, dict):
-            profile: dict[str, Any] = dict(raw.items())
-            location = profile.get("base-location")
-            if isinstance(location, str):
-                digest = hashlib.sha256(location.encode()).hexdigest()[:12]
-                profile["base-location"] = (root / digest).as_uri()
-                case.body = {**body, "storage-profile": profile}
+        profile = dict(_storage_profile(case).items())
+        if not profile or not isinstance(case.body, dict):
+            return
+        location = profile.get("base-location")
+        if profile.get("type") == "s3":
+            bucket = profile.get("bucket")
+            if isinstance(bucket, str) and profiles._BUCKET.fullmatch(bucket):
+                profile["bucket"] = BUCKET
+            for key in ("endpoint", "sts-endpoint"):
+                profile[key] = _aim(profile.get(key), s3_endpoint)
+        elif isinstance(location, str):
+            digest = hashlib.sha256(location.encode()).hexdigest()[:12]
+            profile["base-location"] = (root / digest).as_uri()
+        case.body = {**case.body, "storage-profile": profile}
 
     return prepare
+
+
+# Server bugs the generated requests show; see KnownBug. (The region, endpoint, bucket and
+# key-prefix bugs this test found are fixed; test_nonsense_in_an_s3_profile_is_400 pins them.)
+KNOWN_BUGS: list[KnownBug] = []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"bucket": "Conformance"},
+        {"bucket": "a..b"},
+        {"region": ""},
+        {"key-prefix": "a//b"},
+        {"endpoint": "ftp://example.com"},
+        {"flavor": "gcs"},
+        {"sts-token-validity-seconds": 899},
+        {"sts-role-arn": "role"},
+        {"remote-signing-enabled": "yes"},
+        {"warehouse-type": "s3"},
+        {"region": "0"},
+        {"region": "a_b"},
+        {"endpoint": "http://["},
+        {"endpoint": "http://127.0.0.1:99999"},
+        {"sts-endpoint": "http://["},
+        {"bucket": f"{BUCKET}\n"},
+        {"key-prefix": "a\x00b"},
+    ],
+    ids=repr,
+)
+def test_nonsense_in_an_s3_profile_is_400(
+    management: Conformance, s3_endpoint: str, change: dict[str, Any]
+) -> None:
+    """What the document's S3StorageProfile refuses, the server refuses with a 400."""
+    body: dict[str, Any] = {
+        "warehouse-name": f"nonsense-{hashlib.sha256(repr(change).encode()).hexdigest()[:8]}",
+        # No STS: its probe refuses some of what the S3 probe lets through.
+        "storage-profile": {**s3_profile(s3_endpoint, "nonsense"), "sts-enabled": False, **change},
+        "storage-credential": CREDENTIAL,
+    }
+    response = management.session.post(f"{management.base_url}/v1/warehouse", json=body)
+    if response.status_code == 200:  # a bug: keep the nonsense out of the generated runs
+        created = response.json()["warehouse-id"]
+        management.session.delete(f"{management.base_url}/v1/warehouse/{created}")
+    assert response.status_code == 400, response.text
 
 
 # Per path, DELETE last: the GETs and renames aimed at the default project and warehouse
@@ -194,18 +328,22 @@ MANAGEMENT_OPERATIONS = sorted(
 def test_management_operation_conforms_to_document(
     management: Conformance,
     management_server: CatalogServer,
+    s3_endpoint: str,
     tmp_path_factory: pytest.TempPathFactory,
     method: str,
     path: str,
 ) -> None:
+    label = f"{method.upper()} {path}"
+    known = [bug for bug in KNOWN_BUGS if bug.applies(label, management_server.backend)]
     report: OperationReport = management.run(
         method,
         path,
         max_examples=MANAGEMENT_EXAMPLES,
         checks=CHECKS,
-        prepare=_confine_storage(tmp_path_factory.mktemp("warehouses")),
+        prepare=_confine_storage(tmp_path_factory.mktemp("warehouses"), s3_endpoint),
+        known=known,
     )
     report.label = f"[{management_server.backend}] {report.label}"
     print(report.summary())
     assert report.total > 0
-    assert not report.findings, f"{report.summary()}\n\n{report.describe_findings()}"
+    report.settle(known)
