@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,11 +15,13 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from api.audit import Chainer
-from api.errors import catalog_error, http_error, unexpected_error
+from api.errors import catalog_error, error_response, http_error, unexpected_error
 from api.event_log import as_of, list_events, make_indexer, tabular_history
 from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
 from api.idempotency import idempotent
-from api.metrics import metrics, registry_for
+from api.logs import configure_logging, level_number
+from api.metrics import Metrics, metrics
+from api.observability import ObservabilityMiddleware, Readiness
 from api.openapi import openapi_routes
 from api.publishing import run_relays
 from api.routes import config, lifecycle, management, namespaces, signing, tables, views
@@ -109,12 +112,23 @@ MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
 
 
 def _health(request: Request) -> Response:
+    """Liveness: the process serves HTTP (nothing else is asked)."""
     return json_response({"status": "ok"})
+
+
+async def _ready(request: Request) -> Response:
+    """Readiness: the database answers; 503 in the Iceberg error shape otherwise."""
+    readiness: Readiness = request.app.state.readiness
+    reason = await readiness.check()
+    if reason is not None:
+        return error_response(503, "ServiceUnavailableException", f"Not ready: {reason}")
+    return json_response({"status": "ready"})
 
 
 def routes() -> list[BaseRoute]:
     found: list[BaseRoute] = [
         Route("/health", _health, methods=["GET"]),
+        Route("/ready", _ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
     ]
@@ -128,13 +142,16 @@ def routes() -> list[BaseRoute]:
 
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:
+    figures = Metrics()
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         svc = services or Services.build(settings)
         svc.ensure_defaults()
         await svc.reader.open()
         app.state.services = svc
-        app.state.metrics = registry_for(svc)
+        app.state.readiness = Readiness(svc)
+        figures.attach(svc)
         svc.tasks.start()
         indexer = make_indexer(app.state, svc)
         chainer = Chainer(svc, indexer)
@@ -155,6 +172,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             # Let tasks in hand finish (a purge stops at its next lease check).
             await asyncio.to_thread(svc.tasks.stop)
             await svc.reader.close()
+            figures.detach(svc)
             if services is None:
                 svc.close()
 
@@ -167,10 +185,23 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Exception: unexpected_error,
         },
     )
+    app.state.metrics = figures.registry
+    # Inside RawPathMiddleware, which copies the scope: the router's `route` (the template
+    # the metrics and the access log name) is set on the scope this middleware holds.
+    app.add_middleware(
+        ObservabilityMiddleware,
+        metrics=figures,
+        max_body_bytes=settings.max_request_body_bytes,
+        timeout_s=settings.request_timeout_seconds,
+        access_log=level_number(settings.log_level) <= logging.INFO,
+    )
     app.add_middleware(RawPathMiddleware)
     return app
 
 
 def create_app_from_env() -> Starlette:
-    """Factory for `uvicorn --factory` (used with several workers)."""
-    return create_app(Settings.from_env())
+    """Factory for `uvicorn --factory` (used with several workers): each worker process
+    starts afresh, so it sets up logging itself."""
+    settings = Settings.from_env()
+    configure_logging(settings.log_format, settings.log_level)
+    return create_app(settings)

@@ -18,11 +18,14 @@ import uvicorn
 from api.app import create_app
 from api.audit import Chainer, recorded_heads
 from api.event_log import Indexer
+from api.logs import configure_logging, uvicorn_log_options
 from api.publishing import LogAccess, build_relay
-from api.services import Services
+from api.services import Services, open_catalog
 from api.settings import PREFIX, Settings, SettingsError
 from projections import maintenance
 from projections.audit_chain import AuditChain
+from projections.migrations import LATEST as LATEST_SCHEMA
+from projections.migrations import MigrationBusyError, SchemaError
 from projections.schema import READ_MODEL_TABLES
 from projections.secrets import SecretStore, SecretUnreadable
 from publishers.cloud_events import to_cloud_event, to_json
@@ -33,8 +36,19 @@ from publishers.sinks import SinkConfigError
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
-    # Prepare the schema and the embedded defaults once, before any worker starts.
-    services = Services.build(settings)
+    # Prepare the schema and the embedded defaults once, before any worker starts. SQLite:
+    # migrated here (one command starts the catalog). PostgreSQL: an empty database is
+    # initialised, an existing one is only ever upgraded by `icelog migrate`.
+    try:
+        services = Services.build(settings)
+    except SchemaError as exc:
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 2
+    except MigrationBusyError as exc:
+        print(f"icelog: could not prepare the schema: {exc}", file=sys.stderr)
+        return 1
+    for step in services.schema_applied:
+        print(f"schema: applied step {step.version} ({step.description})", flush=True)
     services.ensure_defaults()
     if args.workers > 1:
         services.close()
@@ -45,24 +59,40 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             port=port,
             workers=args.workers,
             log_level=settings.log_level,
+            **uvicorn_log_options(),
         )
         return 0
     print(f"icelog serving http://{host}:{port}/catalog ({settings.backend})", flush=True)
+    # uvicorn finishes in-flight requests on SIGTERM, then re-raises the signal it caught;
+    # with the default handler that would kill the process before services.close().
+    signal.signal(signal.SIGTERM, lambda *_: None)
     uvicorn.run(
         create_app(settings, services),
         host=host,
         port=port,
         log_level=settings.log_level,
         timeout_graceful_shutdown=10,
+        **uvicorn_log_options(),
     )
     services.close()
     return 0
 
 
 def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
-    services = Services.build(settings)  # constructing the application creates the schema
-    services.close()
-    print(f"schema ready ({settings.backend})")
+    """Create or upgrade the schema (safe to repeat, and to run while servers serve)."""
+    try:
+        catalog, applied = open_catalog(settings, upgrade_schema=True)
+    except SchemaError as exc:
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 2
+    except MigrationBusyError as exc:
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 1
+    catalog.close()
+    for step in applied:
+        print(f"applied step {step.version}: {step.description}")
+    state = f"applied {len(applied)} step(s)" if applied else "already up to date"
+    print(f"schema at version {LATEST_SCHEMA} ({settings.backend}): {state}")
     return 0
 
 
@@ -438,7 +468,12 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"icelog: configuration error: {exc}", file=sys.stderr)
         return 2
-    code: int = args.run(args, settings)
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        code: int = args.run(args, settings)
+    except SchemaError as exc:  # any command on a database this version cannot use
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -3,34 +3,55 @@
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from uuid import UUID
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg_pool import ConnectionPool
 
 from api.settings import Settings
 from api.storage_access import StorageAccess
 from commands.catalog import Catalog
 from commands.task_worker import TaskWorkers
 from domain.context import SYSTEM
-from domain.errors import BadRequestError, NoSuchWarehouseError
+from domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    NoSuchWarehouseError,
+    ServiceUnavailableError,
+)
 from domain.identifiers import NIL_UUID
-from projections.audit_chain import AuditChain
+from projections import migrations
 from projections.fast_reads import (
     PostgresTabularReader,
     SQLiteTabularReader,
     TabularReader,
 )
-from projections.publisher_positions import PositionStore
 from projections.queries import CatalogQueries
 from projections.secrets import SecretStore, parse_key
-from projections.sql import Datastore
+from projections.sql import Datastore, check_pooled_connection
 from projections.task_leases import TaskLeases
 
 DEFAULT_WAREHOUSE_NAME = "default"
 KEY_FILE = "secrets.key"
+# The name read connections carry (pg_stat_activity.application_name on the replica).
+READ_APPLICATION_NAME = "icelog-read"
+
+
+def icelog_version() -> str:
+    try:
+        return importlib.metadata.version("icelog")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def embedded_key(data_dir: Path) -> str:
@@ -47,61 +68,136 @@ def embedded_key(data_dir: Path) -> str:
 
 def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:
     encoded = settings.secrets_key or embedded_key(settings.data_dir)
-    store = SecretStore(
+    return SecretStore(
         datastore, parse_key(encoded), tuple(parse_key(k) for k in settings.secrets_old_keys)
     )
-    store.ensure_schema()
-    return store
+
+
+def open_catalog(
+    settings: Settings, *, upgrade_schema: bool | None = None
+) -> tuple[Catalog, list[migrations.Step]]:
+    """The Catalog application on a schema that fits this code, and the migration steps
+    applied to get there.
+
+    The schema is the migrations' job (projections/migrations.py), never the library's
+    CREATE_TABLE. `upgrade_schema`: apply every pending step (`icelog migrate`; the
+    default on the embedded SQLite store). Otherwise (the default on PostgreSQL) an
+    empty database is initialised but an existing one is never altered: a database
+    that needs steps raises SchemaOutdatedError ("run icelog migrate"). A database a
+    newer icelog migrated raises SchemaTooNewError either way.
+    """
+    catalog = Catalog(env={**settings.eventsourcing_env(), "CREATE_TABLE": "n"})
+    upgrade = settings.backend == "sqlite" if upgrade_schema is None else upgrade_schema
+    try:
+        applied = migrations.prepare(
+            migrations.recorders_of(catalog),
+            upgrade=upgrade,
+            icelog_version=icelog_version(),
+            lock_timeout_s=settings.pg_lock_timeout_seconds,
+        )
+    except BaseException:
+        catalog.close()
+        raise
+    return catalog, applied
+
+
+def read_queries(url: str, max_size: int) -> tuple[CatalogQueries, ConnectionPool]:
+    """CatalogQueries on the read replica: its own pool of autocommit connections."""
+    pool: ConnectionPool = ConnectionPool(
+        url,
+        kwargs={"autocommit": True, "application_name": READ_APPLICATION_NAME},
+        min_size=1,
+        max_size=max(1, max_size),
+        open=True,
+        name=READ_APPLICATION_NAME,
+        timeout=10,
+        # A replica restart leaves dead connections in the pool: checked on checkout.
+        check=check_pooled_connection,
+    )
+
+    @contextmanager
+    def cursor() -> Iterator[Any]:
+        try:
+            with pool.connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                yield cur
+        except psycopg.OperationalError as exc:  # also the pool's timeout
+            raise ServiceUnavailableError(
+                "The catalog's read replica is unavailable; retry later"
+            ) from exc
+
+    return CatalogQueries("postgres", cursor), pool
 
 
 @dataclass
 class Services:
     settings: Settings
     catalog: Catalog
+    # The read models REST reads use: on ICELOG_DATABASE_READ_URL when it is set.
     queries: CatalogQueries
     reader: TabularReader
     tasks: TaskWorkers
     access: StorageAccess
+    # The read model on the primary: what commands decide on, and start-up lookups
+    # (the same object as `queries` without a read URL).
+    primary: CatalogQueries
+    # Migration steps this process applied while building (empty: the schema fitted).
+    schema_applied: list[migrations.Step] = field(default_factory=list)
+    _closers: list[Callable[[], None]] = field(default_factory=list)
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def build(cls, settings: Settings) -> Services:
-        catalog = Catalog(env=settings.eventsourcing_env())
-        queries = CatalogQueries.for_datastore(catalog.recorder.datastore)  # type: ignore[attr-defined]
+    def build(cls, settings: Settings, *, upgrade_schema: bool | None = None) -> Services:
+        """Everything a process needs. Refuses (migrations.SchemaError) a database whose
+        schema does not fit this code; see `open_catalog` for `upgrade_schema`."""
+        catalog, applied = open_catalog(settings, upgrade_schema=upgrade_schema)
+        datastore: Datastore = catalog.recorder.datastore  # type: ignore[attr-defined]
+        primary = CatalogQueries.for_datastore(datastore)
+        closers: list[Callable[[], None]] = []
+        queries = primary
+        if settings.database_read_url is not None:
+            queries, pool = read_queries(
+                settings.database_read_url, settings.pg_pool_size + settings.pg_max_overflow
+            )
+            closers.append(pool.close)
         # The write side asks the read model whether a location is taken; commands/
-        # cannot import projections/, so the query is handed in here.
-        catalog.location_index = queries.overlapping_location
-        catalog.open_task_count = queries.open_task_count
+        # cannot import projections/, so the query is handed in here. On the primary:
+        # a decision a command takes must see every acknowledged write.
+        catalog.location_index = primary.overlapping_location
+        catalog.open_task_count = primary.open_task_count
         catalog.task_max_attempts = settings.task_max_attempts
         catalog.task_backoff_ms = int(settings.task_retry_backoff_seconds * 1000)
         catalog.purge_delete_rate = settings.purge_delete_rate
-        catalog.secrets = secret_store(settings, catalog.recorder.datastore)  # type: ignore[attr-defined]
+        catalog.secrets = secret_store(settings, datastore)
         tasks = TaskWorkers(
             catalog,
-            TaskLeases(catalog.recorder.datastore),  # type: ignore[attr-defined]
+            TaskLeases(datastore),
             threads=settings.task_workers,
             poll_interval_s=settings.task_poll_interval_seconds,
             lease_s=settings.task_lease_seconds,
         )
         catalog.on_task_scheduled = tasks.wake
-        # The relays' positions live next to the log; created here so that `icelog migrate`,
-        # metrics and relays all find the table.
-        PositionStore(catalog.recorder.datastore).ensure_schema()  # type: ignore[attr-defined]
-        AuditChain(catalog.recorder).ensure_schema()
         reader: TabularReader
         if settings.database_url is None:
             reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)
         else:
-            env = settings.eventsourcing_env()
-            reader = PostgresTabularReader(
-                {
+            conninfo: dict[str, Any]
+            if settings.database_read_url is not None:
+                conninfo = {
+                    "conninfo": settings.database_read_url,
+                    "application_name": READ_APPLICATION_NAME,
+                }
+            else:
+                env = settings.eventsourcing_env()
+                conninfo = {
                     "dbname": env["POSTGRES_DBNAME"],
                     "host": env["POSTGRES_HOST"],
                     "port": env["POSTGRES_PORT"],
                     "user": env["POSTGRES_USER"],
                     "password": env["POSTGRES_PASSWORD"],
-                },
+                }
+            reader = PostgresTabularReader(
+                conninfo,
                 max_size=settings.pg_read_connections,
                 cache_bytes=settings.metadata_cache_bytes,
             )
@@ -112,27 +208,34 @@ class Services:
             reader=reader,
             tasks=tasks,
             access=StorageAccess(catalog),
+            primary=primary,
+            schema_applied=applied,
+            _closers=closers,
         )
 
     def ensure_defaults(self) -> None:
         """Embedded default: bootstrapped server, default project (nil UUID), and a
         `default` warehouse — all through commands, so all of it is in the log."""
+        # Replicas starting together race to create these: the loser's AlreadyExists
+        # means the winner's is there, which is all that is asked.
         self.catalog.bootstrap(SYSTEM)
-        if self.queries.project(str(NIL_UUID)) is None:
-            self.catalog.create_project(SYSTEM, "default", NIL_UUID)
+        if self.primary.project(str(NIL_UUID)) is None:
+            with suppress(AlreadyExistsError):
+                self.catalog.create_project(SYSTEM, "default", NIL_UUID)
         if (
             self.settings.default_warehouse
-            and self.queries.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None
+            and self.primary.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None
         ):
-            self.catalog.create_warehouse(
-                SYSTEM,
-                project_id=NIL_UUID,
-                name=DEFAULT_WAREHOUSE_NAME,
-                storage_profile={
-                    "type": "file",
-                    "base-location": self.settings.default_warehouse_location,
-                },
-            )
+            with suppress(AlreadyExistsError):
+                self.catalog.create_warehouse(
+                    SYSTEM,
+                    project_id=NIL_UUID,
+                    name=DEFAULT_WAREHOUSE_NAME,
+                    storage_profile={
+                        "type": "file",
+                        "base-location": self.settings.default_warehouse_location,
+                    },
+                )
 
     def default_warehouse_id(self) -> str:
         now = time.monotonic()
@@ -140,7 +243,9 @@ class Services:
             stamp, cached = self._default_warehouse
             if cached is not None and now - stamp < 5.0:
                 return cached
-        found = self.queries.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME)
+        # On the primary (cached for a moment): a replica that has not replayed the
+        # default warehouse yet must not turn every prefix-less request into a 400.
+        found = self.primary.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME)
         if found is None:
             raise BadRequestError(
                 "No warehouse given: request /v1/config?warehouse=<name> and use its prefix"
@@ -159,4 +264,6 @@ class Services:
 
     def close(self) -> None:
         self.tasks.stop()
+        for close in self._closers:
+            close()
         self.catalog.close()

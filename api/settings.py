@@ -49,6 +49,13 @@ def _float(value: str, name: str, minimum: float = 0.0) -> float:
     return number
 
 
+def _log_format(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in ("text", "json"):
+        raise SettingsError(f"{PREFIX}LOG_FORMAT must be text or json, got {value!r}")
+    return lowered
+
+
 def _checked_key(value: str, name: str) -> str:
     # The format check lives with the cipher; settings refuse a bad key before the
     # server starts, and never print it.
@@ -70,6 +77,25 @@ def _secrets_key(value: str, *, postgres: bool) -> str | None:
             )
         return None
     return _checked_key(value.strip(), PREFIX + "SECRETS_KEY")
+
+
+def _read_url(value: str, *, primary: str | None) -> str | None:
+    """ICELOG_DATABASE_READ_URL: a PostgreSQL replica for the read models (optional)."""
+    url = value.strip() or None
+    if url is None:
+        return None
+    if primary is None:
+        raise SettingsError(
+            f"{PREFIX}DATABASE_READ_URL needs {PREFIX}DATABASE_URL (the primary): a read "
+            "replica only exists for PostgreSQL"
+        )
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgresql", "postgres") or not parsed.path.strip("/"):
+        raise SettingsError(
+            f"{PREFIX}DATABASE_READ_URL must be a postgresql:// URL naming a database "
+            f"(got scheme {parsed.scheme!r})"
+        )
+    return url
 
 
 SINKS = ("nats", "kafka")
@@ -162,6 +188,10 @@ class Settings:
     metadata_cache_bytes: int
     idempotency_lifetime_seconds: int
     log_level: str
+    # Observability and limits (docs/operations.md "Metrics, health, logs, limits").
+    log_format: str = "text"  # ICELOG_LOG_FORMAT: text | json
+    max_request_body_bytes: int = 32 * 1024 * 1024  # ICELOG_MAX_REQUEST_BODY_MB
+    request_timeout_seconds: float = 30.0  # ICELOG_REQUEST_TIMEOUT_SECONDS; 0 = none
     task_workers: int = 1
     task_poll_interval_seconds: float = 2.0
     task_lease_seconds: float = 30.0
@@ -174,6 +204,10 @@ class Settings:
     secrets_key: str | None = None
     secrets_old_keys: tuple[str, ...] = ()
     skip_storage_validation: bool = False
+    # Replicas (docs/operations.md "Replicas and migrations"): an optional read-only
+    # PostgreSQL URL (a streaming replica) for the read models; writes and the aggregates
+    # commands load always use ICELOG_DATABASE_URL.
+    database_read_url: str | None = None
 
     @property
     def backend(self) -> str:
@@ -225,6 +259,15 @@ class Settings:
                 1,
             ),
             log_level=get("LOG_LEVEL", "info"),
+            log_format=_log_format(get("LOG_FORMAT", "text")),
+            max_request_body_bytes=_int(
+                get("MAX_REQUEST_BODY_MB", "32"), PREFIX + "MAX_REQUEST_BODY_MB", 1
+            )
+            * 1024
+            * 1024,
+            request_timeout_seconds=_float(
+                get("REQUEST_TIMEOUT_SECONDS", "30"), PREFIX + "REQUEST_TIMEOUT_SECONDS"
+            ),
             task_workers=_int(get("TASK_WORKERS", "1"), PREFIX + "TASK_WORKERS"),
             task_poll_interval_seconds=_float(
                 get("TASK_POLL_INTERVAL_SECONDS", "2"), PREFIX + "TASK_POLL_INTERVAL_SECONDS", 0.05
@@ -254,6 +297,7 @@ class Settings:
             skip_storage_validation=_bool(
                 get("SKIP_STORAGE_VALIDATION", "false"), PREFIX + "SKIP_STORAGE_VALIDATION"
             ),
+            database_read_url=_read_url(get("DATABASE_READ_URL", ""), primary=url),
         )
 
     def eventsourcing_env(self) -> dict[str, str]:

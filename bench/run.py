@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,9 @@ class Server:
         if workers > 1:
             cmd += ["--workers", str(workers)]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
+        # A file, not a pipe nobody reads: a full pipe would block the server mid-run.
+        self.log = Path(self.tmp.name, "server.log").open("wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
         self.base = f"http://127.0.0.1:{self.port}"
         while True:
             try:
@@ -76,17 +77,34 @@ class Server:
             except httpx.HTTPError:
                 pass
             if self.proc.poll() is not None or time.perf_counter() - t0 > 60:
-                raise RuntimeError(self.proc.stderr.read().decode() if self.proc.stderr else "")
+                raise RuntimeError(Path(self.tmp.name, "server.log").read_text())
             time.sleep(0.05)
         self.ready_s = time.perf_counter() - t0
         cfg = httpx.get(self.base + "/catalog/v1/config", params={"warehouse": "default"}).json()
         self.prefix = cfg["overrides"]["prefix"]
         self.http = httpx.Client(base_url=f"{self.base}/catalog/v1/{self.prefix}", timeout=60)
 
+    def pids(self) -> list[int]:
+        """The server and (with --workers) its worker processes."""
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                todo += [int(c) for c in task.read_text().split()]
+        return found
+
     def rss_mb(self) -> float:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
-        return round(kb / 1024, 1)
+        total = 0
+        for pid in self.pids():
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except FileNotFoundError:
+                continue
+            total += next(
+                int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")
+            )
+        return round(total / 1024, 1)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -206,6 +224,96 @@ def bench_commits(server: Server, writers: int, duration: float) -> dict[str, An
     return {**result.summary(), "writers": writers, "rss_mb_after": server.rss_mb()}
 
 
+class PeakRss:
+    """Samples the server's RSS while a scenario runs (memory under load)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server, self.peak, self._stop = server, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            self.peak = max(self.peak, self.server.rss_mb())
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def bench_hot_table(server: Server, writers: int, duration: float) -> dict[str, Any]:
+    """`writers` appenders on ONE table, as engines append: assert the branch head, and on
+    409 reload the table and try again. Counts commits, conflicts (409) and retries."""
+    make_table(server, "bench", "hot")
+    path = f"/catalog/v1/{server.prefix}/namespaces/bench/tables/hot"
+    host = f"127.0.0.1:{server.port}"
+    head: dict[str, Any] = {"parent": None, "seq": 0}
+    state: dict[int, dict[str, Any]] = {w: {"refresh": False, "kind": ""} for w in range(writers)}
+    counts = {"committed": 0, "conflicts": 0, "reloads": 0, "other": 0}
+
+    def make(cid: int, i: int) -> bytes:
+        st = state[cid]
+        if st["refresh"]:
+            st["kind"] = "load"
+            return build_request("GET", path, host)
+        st["kind"] = "commit"
+        st["snap"] = (cid + 1) * 1_000_000 + i
+        st["seq"] = head["seq"] + 1
+        body = append_body(st.get("parent", head["parent"]), st["snap"], st["seq"])
+        return build_request("POST", path, host, json.dumps(body).encode())
+
+    def done(cid: int, status: int, body: bytes) -> None:
+        st = state[cid]
+        if st["kind"] == "load":
+            metadata = json.loads(body)["metadata"]
+            st["parent"] = metadata.get("current-snapshot-id")
+            head["seq"] = max(head["seq"], metadata.get("last-sequence-number", 0))
+            st["refresh"] = False
+            counts["reloads"] += 1
+        elif status == 200:
+            counts["committed"] += 1
+            st["parent"] = st["snap"]
+            head["seq"] = max(head["seq"], st["seq"])
+        elif status == 409:
+            counts["conflicts"] += 1
+            st["refresh"] = True
+        else:
+            counts["other"] += 1
+            st["refresh"] = True
+
+    with PeakRss(server) as rss:
+        result = asyncio.run(run_clients("127.0.0.1", server.port, writers, duration, make, done))
+    summary = result.summary()
+    return {
+        "writers": writers,
+        "duration_s": duration,
+        "committed_per_s": round(counts["committed"] / duration, 1),
+        "conflicts_409": counts["conflicts"],
+        "retries": counts["reloads"],
+        "other_errors": counts["other"],
+        "request_p50_ms": summary.get("p50_ms"),
+        "request_p99_ms": summary.get("p99_ms"),
+        "rss_mb_peak": rss.peak,
+    }
+
+
+def bench_create_tables(server: Server, clients: int, duration: float) -> dict[str, Any]:
+    """Create-table rate: `clients` creating distinct tables back to back."""
+    server.http.post("/namespaces", json={"namespace": ["created"]}).raise_for_status()
+    path = f"/catalog/v1/{server.prefix}/namespaces/created/tables"
+
+    def make(cid: int, i: int) -> bytes:
+        body = json.dumps({"name": f"t{cid}_{i}", "schema": SCHEMA}).encode()
+        return build_request("POST", path, f"127.0.0.1:{server.port}", body)
+
+    with PeakRss(server) as rss:
+        result = asyncio.run(run_clients("127.0.0.1", server.port, clients, duration, make))
+    return {**result.summary(), "clients": clients, "rss_mb_peak": rss.peak}
+
+
 def commit_latency(server: Server, name: str, n: int) -> float:
     times = []
     for i in range(n):
@@ -248,13 +356,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--duration", type=float, default=10.0)
-    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument(
+        "--clients", default="16", help="loadTable client counts, comma list (e.g. 16,64)"
+    )
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--history", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--scenarios", default="load,commits,history", help="comma list: load,commits,history"
+        "--scenarios",
+        default="load,commits,hot,create,history",
+        help="comma list: load,commits,hot,create,history",
     )
     args = parser.parse_args()
     server = Server(args.backend, args.workers)
@@ -275,13 +387,25 @@ def main() -> None:
         if "load" in wanted:
             make_table(server, "bench", "one", snapshots=1)
             make_table(server, "bench", "thousand", snapshots=1000)
-            out["load_table_1_snapshot"] = bench_load(server, "one", args.clients, args.duration)
-            out["load_table_1000_snapshots"] = bench_load(
-                server, "thousand", args.clients, args.duration
-            )
+            for clients in (int(c) for c in args.clients.split(",")):
+                suffix = "" if clients == 16 else f"_{clients}_clients"
+                with PeakRss(server) as rss:
+                    out[f"load_table_1_snapshot{suffix}"] = bench_load(
+                        server, "one", clients, args.duration
+                    )
+                    out[f"load_table_1000_snapshots{suffix}"] = bench_load(
+                        server, "thousand", clients, args.duration
+                    )
+                out[f"rss_mb_peak_loads{suffix}"] = rss.peak
             out["rss_mb_after_loads"] = server.rss_mb()
         if "commits" in wanted:
-            out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
+            with PeakRss(server) as rss:
+                out["commits_distinct_tables"] = bench_commits(server, args.writers, args.duration)
+            out["commits_distinct_tables"]["rss_mb_peak"] = rss.peak
+        if "hot" in wanted:
+            out["commits_hot_table"] = bench_hot_table(server, args.writers, args.duration)
+        if "create" in wanted:
+            out["create_tables"] = bench_create_tables(server, args.writers, args.duration)
         if "history" in wanted:
             out["commit_latency_vs_history"] = bench_history(server, args.history, 200)
         text = json.dumps(out, indent=2)

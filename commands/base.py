@@ -85,11 +85,17 @@ class CatalogBase(Application[UUID]):
     # because commands/ cannot import projections/. None: only file warehouses work.
     secrets: SecretVault | None = None
 
+    # Observability hooks, no-ops unless the composition root sets them (api/metrics.py):
+    # a server-side retry after a concurrent change; one append transaction (seconds, commands).
+    on_commit_conflict: Callable[[], None] = staticmethod(lambda: None)
+    on_append: Callable[[float, int], None] = staticmethod(lambda _seconds, _commands: None)
+
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env=env)
         self.metadata_cache = MetadataCache()
         self._storage_cache: dict[UUID, tuple[float, dict[str, Any]]] = {}
-        self._committer = GroupCommitter(self)
+        # A lambda, not the bound hook: the hook is set after construction.
+        self._committer = GroupCommitter(self, on_append=lambda s, n: self.on_append(s, n))  # noqa: PLW0108
 
     def close(self) -> None:
         self._committer.close()
@@ -149,6 +155,7 @@ class CatalogBase(Application[UUID]):
             try:
                 return attempt()
             except ConcurrentChange:
+                self.on_commit_conflict()
                 # Back off a little, with jitter: contended writers would otherwise retry
                 # in lockstep and keep colliding.
                 time.sleep(random.uniform(0, min(0.002 * (n + 1), 0.05)))  # noqa: S311

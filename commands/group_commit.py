@@ -14,9 +14,11 @@ the batch is replayed one command at a time, so exactly the conflicting commands
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +48,12 @@ class _Save:
 
 
 class GroupCommitter:
-    def __init__(self, app: Application[Any]) -> None:
+    def __init__(
+        self, app: Application[Any], on_append: Callable[[float, int], None] | None = None
+    ) -> None:
         self._app = app
+        # Told the duration of each append transaction and how many saves it carried.
+        self._on_append = on_append or (lambda _seconds, _saves: None)
         self._queue: queue.SimpleQueue[_Save | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="icelog-group-commit", daemon=True)
         self._thread.start()
@@ -136,9 +142,12 @@ class GroupCommitter:
         ]
         # What Application.save() does, batched: insert (with the inline read model), then
         # snapshots. The events were mapped by the callers.
+        started = time.perf_counter()
         ids = self._app.recorder.insert_events(
             stored, inline_events=processing.events, inline_hints=hints
         )
+        with contextlib.suppress(Exception):  # the events are in: a hook must not fail them
+            self._on_append(time.perf_counter() - started, len(batch))
         self._app._take_snapshots(processing)
         offset = 0
         for item in batch:

@@ -24,8 +24,14 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import AsyncConnection
 
+from domain.errors import ServiceUnavailableError
 from domain.identifiers import NamespaceName
 from projections.queries import TabularRow
+
+# Errors of a lost or unreachable connection (psycopg raises OperationalError for a
+# terminated backend or a refused connect, InterfaceError for a connection it closed).
+_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+_Slot = tuple[AsyncConnection[tuple[Any, ...]], int]
 
 _HEAD = (
     "SELECT id, metadata_location, version FROM icelog_tabulars "
@@ -108,18 +114,30 @@ class PostgresTabularReader:
 
     A general pool (health checks, growth, per-checkout bookkeeping) cost more Python per
     loadTable than the query itself; these connections only ever run two short SELECTs.
-    A connection that fails is replaced on its next use. Few connections are better than
-    many: measured on 2 cores with 16 clients, 4 connections gave p99 7.8 ms where 16 gave
-    55 ms (more PostgreSQL backends competing with the server for the CPUs).
+    Few connections are better than many: measured on 2 cores with 16 clients, 4
+    connections gave p99 7.8 ms where 16 gave 55 ms (more PostgreSQL backends competing
+    with the server for the CPUs).
+
+    Connection loss (a PostgreSQL restart or failover, an idle kill): a connection that
+    fails is closed, and every other idle one is then suspect too (a restart kills them
+    all), so the failure bumps a generation number and connections of an older
+    generation are replaced on their next use instead of each failing one request. The
+    failed read is retried once on a fresh connection; if that fails as well the
+    database is down, which is a 503 (retryable), never a 500. Connecting is bounded by
+    `connect_timeout`, so no request waits forever on an unreachable server.
     """
 
     def __init__(self, conninfo: dict[str, Any], max_size: int, cache_bytes: int) -> None:
-        self._conninfo = {**conninfo, "autocommit": True}
+        self._conninfo = {"connect_timeout": 10, **conninfo, "autocommit": True}
         self._size = max(1, max_size)
-        self._idle: asyncio.Queue[AsyncConnection[tuple[Any, ...]] | None] = asyncio.Queue()
+        # A slot is None (not connected yet, or discarded) or (connection, generation).
+        self._idle: asyncio.Queue[_Slot | None] = asyncio.Queue()
+        self._generation = 0
         self._head = _HEAD.replace("?", "%s")
         self._doc = "SELECT metadata, version, metadata_location FROM icelog_tabulars WHERE id = %s"
         self._cache = DocumentCache(cache_bytes)
+        self._open = 0
+        self._stats = {"requests_num": 0, "connections_errors": 0, "connections_lost": 0}
 
     async def open(self) -> None:
         # Connections are made lazily: a slot holds None until first used.
@@ -128,34 +146,68 @@ class PostgresTabularReader:
 
     async def close(self) -> None:
         while not self._idle.empty():
-            conn = self._idle.get_nowait()
-            if conn is not None:
-                await conn.close()
+            slot = self._idle.get_nowait()
+            if slot is not None:
+                await self._discard(slot[0])
+
+    async def _discard(self, conn: AsyncConnection[tuple[Any, ...]]) -> None:
+        self._open -= 1
+        await conn.close()
+
+    def pool_stats(self) -> dict[str, int]:
+        """For /metrics, in the keys of psycopg_pool's get_stats() (plus connections_lost)."""
+        return {"pool_max": self._size, "pool_size": self._open, **self._stats}
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
-        conn = await self._idle.get()
+        slot = await self._idle.get()
+        self._stats["requests_num"] += 1
+        conn: AsyncConnection[tuple[Any, ...]] | None = None
+        generation = self._generation
         try:
-            if conn is None or conn.closed:
-                conn = await AsyncConnection.connect(**self._conninfo)
+            if slot is not None:
+                conn, born = slot
+                if born != self._generation or conn.closed:
+                    # Opened before a connection failure: replace it (see the class doc).
+                    await self._discard(conn)
+                    conn = None
+            if conn is None:
+                try:
+                    conn = await AsyncConnection.connect(**self._conninfo)
+                except psycopg.Error:
+                    self._stats["connections_errors"] += 1
+                    raise
+                self._open += 1
             yield conn
         except BaseException:
             if conn is not None:
-                await conn.close()
+                await self._discard(conn)
             conn = None
             raise
         finally:
-            self._idle.put_nowait(conn)
+            self._idle.put_nowait(None if conn is None else (conn, generation))
 
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
         try:
             return await self._load(warehouse_id, ns, name, kind)
-        except psycopg.OperationalError:
-            # The connection was lost (server restart, idle kill): it was discarded, so
-            # one retry runs on a new connection. A second failure is a real outage.
+        except _CONNECTION_ERRORS:
+            # The connection was lost (server restart, idle kill): it was discarded and
+            # the other idle ones are now suspect, so the retry runs on a new connection.
+            self._lost()
+        try:
             return await self._load(warehouse_id, ns, name, kind)
+        except _CONNECTION_ERRORS as exc:
+            # A second failure on a fresh connection: the database is unreachable.
+            self._lost()
+            raise ServiceUnavailableError(
+                "The catalog database is unavailable; retry later"
+            ) from exc
+
+    def _lost(self) -> None:
+        self._generation += 1
+        self._stats["connections_lost"] += 1
 
     async def _load(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str

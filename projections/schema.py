@@ -1,6 +1,11 @@
 """Read-model tables (same database as the event store).
 
 Both dialects get the same tables; ids are stored as text so queries are identical.
+
+These statements are the tables' *current* shape: migration step 1 creates them
+(projections/migrations.py) and rebuilds use them for scratch tables. A change here ships
+with a new, additive, idempotent migration step that brings existing databases to it
+(docs/operations.md, "Replicas and migrations").
 """
 
 from __future__ import annotations

@@ -3,15 +3,145 @@
 
 from __future__ import annotations
 
+import logging
+import select
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.rows import tuple_row
+from psycopg.rows import DictRow, tuple_row
+from psycopg_pool import ConnectionPool
+
+from domain.errors import ServiceUnavailableError
 
 Datastore = SQLiteDatastore | PostgresDatastore
+log = logging.getLogger("icelog.db")
+
+
+class DatabaseUnavailableError(OperationalError, ServiceUnavailableError):
+    """PostgreSQL could not serve a statement: the connection was lost (a restart, a
+    failover, a terminated backend), none could be had in time (the pool's timeout while
+    the server is down), or a lock or statement timeout ran out.
+
+    Still an eventsourcing `OperationalError`, so the library's own retries (its
+    `insert_events`, `select_events`, ... retry 10 times, 0.2 s apart) work as before;
+    and a `ServiceUnavailableError`, so a request that fails on it answers 503 (retry
+    later; for a commit, the Iceberg clients' CommitStateUnknown) instead of a 500.
+    """
+
+    def __init__(self, message: str) -> None:
+        ServiceUnavailableError.__init__(self, message)
+
+
+class DatabaseBusyError(PersistenceError, ServiceUnavailableError):
+    """A lock wait ran out (ICELOG_PG_LOCK_TIMEOUT_SECONDS): another session held a lock
+    on what the statement needed for too long (a stuck writer, DDL, VACUUM FULL).
+
+    Deliberately NOT an eventsourcing `OperationalError` (which a lock timeout would
+    otherwise become): the library's @retry would wait for the lock 10 more times, so a
+    commit failed only after ~10 lock timeouts and a stuck lock holder still stalled every
+    writer. Nothing was appended, so the 503 is safe to retry."""
+
+    def __init__(self, message: str) -> None:
+        ServiceUnavailableError.__init__(self, message)
+
+
+def _is_lock_timeout(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.errors.LockNotAvailable):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def check_pooled_connection(conn: psycopg.Connection[Any]) -> None:
+    """Raise if an idle pooled connection is dead; a round trip only when it may be.
+
+    An idle connection has nothing to read. When PostgreSQL restarts or terminates a
+    backend it sends an error and closes the socket, which makes the socket readable:
+    only then is a real check (an empty query) run. A poll costs microseconds where a
+    ping on every checkout would cost a round trip. Usable as a psycopg_pool `check`
+    callback (`ConnectionPool(..., check=check_pooled_connection)`) for other pools."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        readable = bool(poller.poll(0))
+    except (OSError, ValueError) as exc:
+        raise psycopg.OperationalError(f"the connection's socket is unusable: {exc}") from exc
+    if readable:  # something arrived while idle: ask the server
+        ConnectionPool.check_connection(conn)
+
+
+def _looks_alive(conn: psycopg.Connection[Any]) -> bool:
+    try:
+        check_pooled_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
+
+
+def harden_postgres_datastore(datastore: PostgresDatastore) -> None:
+    """Make the datastore's pool survive a PostgreSQL restart and bound lock waits
+    (called once by the application recorder; every user of the datastore goes through
+    `get_connection`).
+
+    - The pool (psycopg_pool, no pre-ping) kept the connections a restart had killed and
+      handed each out once more: after PostgreSQL came back, every read through a dead
+      connection answered 500, one per pooled connection (tests/e2e/test_pg_restart.py).
+      Now a connection whose socket shows the server hung up is closed (the pool replaces
+      a closed connection) and the next one is taken.
+    - A failure to talk to the database is a `DatabaseUnavailableError` (503), not an
+      unexpected error (500).
+    - The datastore's lock timeout (ICELOG_PG_LOCK_TIMEOUT_SECONDS) only bounded the
+      append's LOCK TABLE, and eventsourcing retried a timed-out lock 10 times. It is now
+      the session's `lock_timeout` on every pooled connection (so reads a stuck DDL lock
+      blocks give up too), and a timed-out lock is a `DatabaseBusyError`: one wait, then
+      503 (tests/integration/test_lock_timeout.py). Statements that must wait longer set
+      their own `SET LOCAL lock_timeout` (migrations, rebuild swaps do).
+    """
+    if getattr(datastore, "_icelog_hardened", False):
+        return
+    checkout = datastore.get_connection
+    attempts = datastore.pool.max_size + 1
+    lock_timeout_ms = int(datastore.lock_timeout * 1000)
+    configured: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+
+    @contextmanager
+    def get_connection() -> Iterator[psycopg.Connection[DictRow]]:
+        try:
+            for attempt in range(attempts):
+                with checkout() as conn:
+                    if attempt == attempts - 1 or _looks_alive(conn):
+                        if lock_timeout_ms and conn not in configured:
+                            conn.execute(f"SET lock_timeout = {lock_timeout_ms}")
+                            configured.add(conn)
+                        yield conn
+                        return
+                    conn.close()  # returned closed: the pool opens a new one
+        except (OperationalError, InterfaceError) as exc:
+            if isinstance(exc, DatabaseUnavailableError):
+                raise
+            if _is_lock_timeout(exc):
+                log.warning("catalog database lock wait timed out: %s", exc)
+                raise DatabaseBusyError(
+                    "A catalog database lock stayed held by another session for over "
+                    f"{datastore.lock_timeout} s; nothing was changed, retry later"
+                ) from exc
+            log.warning("catalog database unavailable: %s", exc)
+            raise DatabaseUnavailableError(
+                "The catalog database is unavailable; retry later"
+            ) from exc
+
+    datastore.get_connection = get_connection  # type: ignore[method-assign]
+    datastore._icelog_hardened = True  # type: ignore[attr-defined]
 
 
 @contextmanager
