@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -54,6 +56,24 @@ class _Staged:
     data: bytes
     base: dict[str, Any]
     metadata: dict[str, Any]
+
+
+# Commits to one table run one at a time within a process. Two commits to the same table
+# can never both land anyway (the second conflicts on the version), so letting them race
+# only burns attempts; worse, a multi-table transaction, which stages more work per attempt,
+# kept losing to single-table commits and starved (100 attempts, then 503). Striped by
+# name so the lock set stays fixed; several stripes are taken in order (no deadlock).
+# Other replicas are still handled by the version check and retries.
+_COMMIT_STRIPES = tuple(threading.Lock() for _ in range(1024))
+
+
+@contextlib.contextmanager
+def _commit_turn(warehouse_id: UUID, names: list[TabularName]) -> Iterator[None]:
+    stripes = sorted({hash((warehouse_id, n.namespace.key, n.name)) % 1024 for n in names})
+    with contextlib.ExitStack() as stack:
+        for stripe in stripes:
+            stack.enter_context(_COMMIT_STRIPES[stripe])
+        yield
 
 
 class _NeedsFreshState(Exception):
@@ -283,13 +303,30 @@ class TableCommands(NamespaceCommands):
         *aggregates: Any,
         hint: bytes,
     ) -> None:
-        """Append; if a concurrent writer won, remove the now-orphaned metadata file."""
+        """Append; if a concurrent writer won, remove the now-orphaned metadata file.
+
+        A conflict can also be our own append: the connection died after PostgreSQL
+        committed it, and the library's retry of the insert then collided with it. That
+        commit happened, so it is reported as done (and its file kept), not as a conflict.
+        """
         try:
             self.save_all(*aggregates, hints={md_location: hint})
         except ConcurrentChange:
+            if any(self._landed(aggregate, md_location) for aggregate in aggregates):
+                return
             with contextlib.suppress(OSError):
                 file_io.delete(md_location)
             raise
+
+    def _landed(self, aggregate: Any, md_location: str) -> bool:
+        """Whether the event this process tried to append as `aggregate`'s current version
+        is in the log (compared by the metadata file it names, unique per attempt)."""
+        version = aggregate.version
+        stored = self.recorder.select_events(aggregate.id, gt=version - 1, lte=version)
+        if not stored:
+            return False
+        event = self.mapper.to_domain_event(stored[0])
+        return getattr(event, "metadata_location", None) == md_location
 
     def _create_by_transaction(
         self,
@@ -381,7 +418,8 @@ class TableCommands(NamespaceCommands):
             self._delete_expired_metadata_files(staged.base, staged.metadata, file_io)
             return TableState(table.id, staged.location, staged.metadata)
 
-        return self.retrying(attempt)
+        with _commit_turn(warehouse_id, [name]):
+            return self.retrying(attempt)
 
     def _stage_commit(
         self,
@@ -441,6 +479,7 @@ class TableCommands(NamespaceCommands):
             file_io = self.file_io(self.storage_profile(warehouse_id))
             tables: dict[UUID, Table] = {}
             staged: list[_Staged] = []
+            staged_tables: list[Table] = []
             try:
                 for name, requirements, updates in changes:
                     found = self.get_table(warehouse_id, name)
@@ -450,8 +489,17 @@ class TableCommands(NamespaceCommands):
                     )
                     if step is not None:
                         staged.append(step)
+                        staged_tables.append(table)
                 if staged:
-                    self.save_all(*tables.values(), hints={s.location: s.data for s in staged})
+                    try:
+                        self.save_all(*tables.values(), hints={s.location: s.data for s in staged})
+                    except ConcurrentChange:
+                        # Our own append, committed before the connection died? (see
+                        # _save_or_forget). The last change of a table names its file.
+                        last = {t.id: s for t, s in zip(staged_tables, staged, strict=True)}
+                        table_id, step = next(iter(last.items()))
+                        if not self._landed(tables[table_id], step.location):
+                            raise
             except BaseException:
                 for step in staged:
                     with contextlib.suppress(OSError):
@@ -462,7 +510,8 @@ class TableCommands(NamespaceCommands):
             for table in tables.values():
                 self._remember_table(table)
 
-        self.retrying(attempt)
+        with _commit_turn(warehouse_id, [name for name, _r, _u in changes]):
+            self.retrying(attempt)
 
     @staticmethod
     def _delete_expired_metadata_files(
