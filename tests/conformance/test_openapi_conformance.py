@@ -34,7 +34,7 @@ from tests.conformance.s3 import REGION, create_s3_warehouse
 from tests.support.fixtures import ServerFactory
 from tests.support.server import CatalogServer
 
-MAX_EXAMPLES = 100  # per operation and generation mode (positive, negative)
+MAX_EXAMPLES = 40  # per operation and generation mode (positive, negative); CI time budget
 NAMESPACE = "conformance"
 TABLE = "events"
 TABLE_SCHEMA = {
