@@ -91,6 +91,9 @@ def _text(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
+MAX_POSITION = 2**63 - 1
+
+
 def _int(request: Request, name: str, default: int) -> int:
     raw = request.query_params.get(name)
     if raw in (None, ""):
@@ -101,6 +104,8 @@ def _int(request: Request, name: str, default: int) -> int:
         raise BadRequestError(f"{name} must be an integer") from None
     if value < 0:
         raise BadRequestError(f"{name} must not be negative")
+    if value > MAX_POSITION:  # the databases store 64-bit integers
+        raise BadRequestError(f"{name} must be at most {MAX_POSITION}")
     return value
 
 
