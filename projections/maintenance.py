@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import psycopg
 from eventsourcing.persistence import ApplicationRecorder, Mapper
 from eventsourcing.postgres import PostgresDatastore
 from psycopg import sql
@@ -44,7 +43,7 @@ from projections.rebuild import (
 )
 from projections.rebuild import compare as compare_tables
 from projections.schema import READ_MODEL_TABLES, create_statements
-from projections.sql import write_transaction
+from projections.sql import is_lock_timeout, write_transaction
 
 NEW_PREFIX = "rebuild_"
 OLD_PREFIX = "old_"
@@ -181,7 +180,7 @@ def _swap(fold: Fold, tables: Sequence[str], lock_timeout_s: float, attempts: in
             return
         except Exception as exc:
             fold.rewind(checkpoint)  # the catch-up was rolled back with the rest
-            if not _is_lock_timeout(exc):
+            if not is_lock_timeout(exc):
                 raise
             if attempt == attempts:
                 raise MaintenanceError(
@@ -236,15 +235,6 @@ def _rename(cur: Any, dialect: str, tables: Sequence[str]) -> None:
     # and only re-applies the column settings). The same statements run at every start-up.
     for statement in create_statements(dialect):
         cur.execute(statement)
-
-
-def _is_lock_timeout(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, psycopg.errors.LockNotAvailable):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 @contextlib.contextmanager

@@ -39,7 +39,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.rows import tuple_row
 
 from projections import audit_chain, event_index, publisher_positions, secrets
-from projections.sql import Datastore, write_transaction
+from projections.sql import Datastore, is_lock_timeout, write_transaction
 
 VERSION_TABLE = "icelog_schema_version"
 # One migration at a time per PostgreSQL database ("icelog-m" as a big-endian integer).
@@ -234,7 +234,7 @@ def migrate(
                 cur.execute(f"SET LOCAL lock_timeout = '{int(lock_timeout_s * 1000)}ms'")
                 applied = _migrate_locked(cur, target, icelog_version, only_if_fresh=only_if_fresh)
         except Exception as exc:  # however the datastore wraps it
-            if _is_lock_timeout(exc):
+            if is_lock_timeout(exc):
                 raise MigrationBusyError(
                     f"a table stayed locked by other sessions for over {lock_timeout_s:g} s; "
                     "nothing was changed: run the migration again"
@@ -245,15 +245,6 @@ def migrate(
         return applied
     with write_transaction(store) as cur:  # BEGIN IMMEDIATE: SQLite's write lock
         return _migrate_locked(cur, target, icelog_version, only_if_fresh=only_if_fresh)
-
-
-def _is_lock_timeout(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, psycopg.errors.LockNotAvailable):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _migrate_locked(

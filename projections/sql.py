@@ -51,7 +51,8 @@ class DatabaseBusyError(PersistenceError, ServiceUnavailableError):
         ServiceUnavailableError.__init__(self, message)
 
 
-def _is_lock_timeout(exc: BaseException) -> bool:
+def is_lock_timeout(exc: BaseException) -> bool:
+    """Whether `exc` (or an error it wraps) is PostgreSQL's lock_timeout running out."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, psycopg.errors.LockNotAvailable):
@@ -129,7 +130,7 @@ def harden_postgres_datastore(datastore: PostgresDatastore) -> None:
         except (OperationalError, InterfaceError) as exc:
             if isinstance(exc, DatabaseUnavailableError):
                 raise
-            if _is_lock_timeout(exc):
+            if is_lock_timeout(exc):
                 log.warning("catalog database lock wait timed out: %s", exc)
                 raise DatabaseBusyError(
                     "A catalog database lock stayed held by another session for over "
