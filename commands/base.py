@@ -108,14 +108,13 @@ class CatalogBase(Application[UUID]):
         queue on one aggregate. A commit only needs the storage profile; a live table
         implies a live warehouse (a warehouse is deleted only when empty).
         """
-        now = time.monotonic()
-        cached = self._storage_cache.get(warehouse_id)
-        if cached is not None and now - cached[0] < STORAGE_PROFILE_TTL_S:
-            return cached[1]
+        cached = self.cached_storage_profile(warehouse_id)
+        if cached is not None:
+            return cached
         warehouse = self.get_or_none(warehouse_id, Warehouse)
         if warehouse is None or warehouse.deleted:
             raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
-        self._storage_cache[warehouse_id] = (now, warehouse.storage_profile)
+        self._storage_cache[warehouse_id] = (time.monotonic(), warehouse.storage_profile)
         return warehouse.storage_profile
 
     def file_io(self, storage_profile: dict[str, Any]) -> FileIO:

@@ -8,6 +8,7 @@ default path), where the table is the live one whose location holds the object.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -48,7 +49,7 @@ def _signing_profile(request: Request, warehouse_id: UUID) -> dict[str, Any]:
 def _answer(
     request: Request,
     profile: dict[str, Any],
-    target_check: Any,
+    table_location: Callable[[S3Target], str],
     body: Any,
 ) -> Response:
     region, method, uri, headers, payload = _sign_request(body)
@@ -58,8 +59,7 @@ def _answer(
     target = parse_target(
         uri, path_style_hint=bool(profile["path-style-access"]), endpoint=access.endpoint
     )
-    allowed = target_check(target)
-    check_allowed(target, method, allowed=[allowed], write=True, body=payload)
+    check_allowed(target, method, allowed=[table_location(target)], write=True, body=payload)
     signed = sign(access, region=region, method=method, uri=uri, headers=headers, body=payload)
     # Java caches answers marked `private` by method and URI alone; signatures carry a
     # date and other headers, so nothing here may be reused.

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
 
-import boto3
 import httpx
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pytest
@@ -20,6 +19,7 @@ from tests.support.clients import rest_catalog, wait_until
 from tests.support.fixtures import ServerFactory
 from tests.support.moto_server import (
     admin_user,
+    client,
     enforce_auth,
     moto_s3,
     relax_auth,
@@ -51,13 +51,7 @@ class Lake:
     role: str = ""
 
     def admin(self) -> Any:
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=self.key,
-            aws_secret_access_key=self.secret,
-        )
+        return client(self.endpoint, "s3", self.key, self.secret)
 
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
         listed = self.admin().list_objects_v2(Bucket=bucket, Prefix=prefix)

@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
-import boto3
 import psycopg
 import pytest
 
 from tests.integration.conftest import SCHEMA, Api
 from tests.integration.test_namespaces_api import error_of
-from tests.support.moto_server import admin_user, enforce_auth, moto_s3, relax_auth
+from tests.support.moto_server import admin_user, client, enforce_auth, moto_s3, relax_auth
 
 ROOT = "/management/v1"
 
@@ -27,13 +26,7 @@ class S3:
     secret: str
 
     def client(self) -> Any:
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=self.key,
-            aws_secret_access_key=self.secret,
-        )
+        return client(self.endpoint, "s3", self.key, self.secret)
 
     def new_bucket(self) -> str:
         name = f"lake-{uuid4().hex[:12]}"
@@ -371,13 +364,7 @@ def test_a_revoked_credential_fails_commits_cleanly(api: Api, s3: S3) -> None:
 
     enforce_auth(s3.endpoint)
     try:
-        iam = boto3.client(
-            "iam",
-            endpoint_url=s3.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id=s3.key,
-            aws_secret_access_key=s3.secret,
-        )
+        iam = client(s3.endpoint, "iam", s3.key, s3.secret)
         iam.delete_access_key(UserName=user, AccessKeyId=key)
         refused = api.client.post(
             f"{catalog}/namespaces/db/tables/t",

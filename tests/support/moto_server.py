@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import boto3
 import httpx
@@ -50,6 +51,21 @@ def moto_s3(log: Path) -> Iterator[str]:
         process.wait(timeout=10)
 
 
+# Any key works while moto's auth is relaxed (set-up before enforce_auth).
+SETUP_KEY = "bootstrap"
+
+
+def client(endpoint: str, service: str, key: str = SETUP_KEY, secret: str = SETUP_KEY) -> Any:
+    """A boto3 client for moto."""
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+    )
+
+
 def _set_auth(endpoint: str, free_actions: int) -> None:
     # moto counts requests and enforces IAM after `free_actions` of them; the body must
     # not be form-encoded (moto's Flask app would swallow it).
@@ -75,13 +91,7 @@ def relax_auth(endpoint: str) -> None:
 def admin_user(endpoint: str, name: str) -> tuple[str, str]:
     """An IAM user allowed everything, with an access key: (key id, secret). Create it
     while auth is relaxed."""
-    iam = boto3.client(
-        "iam",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="bootstrap",
-        aws_secret_access_key="bootstrap",
-    )
+    iam = client(endpoint, "iam")
     iam.create_user(UserName=name)
     iam.put_user_policy(
         UserName=name,
@@ -100,13 +110,7 @@ def admin_user(endpoint: str, name: str) -> tuple[str, str]:
 def vended_role(endpoint: str, user: str, bucket: str) -> str:
     """A role `user` may assume, allowed everything on `bucket` only (what an operator
     sets up for STS vending; docs/storage.md). Its ARN."""
-    iam = boto3.client(
-        "iam",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="bootstrap",
-        aws_secret_access_key="bootstrap",
-    )
+    iam = client(endpoint, "iam")
     user_arn = iam.get_user(UserName=user)["User"]["Arn"]
     trust = {
         "Version": "2012-10-17",
