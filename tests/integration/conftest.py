@@ -66,7 +66,17 @@ def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
 
 @pytest.fixture(params=BACKENDS)
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Api]:
-    database_url = postgres.create_database() if request.param == "postgres" else None
+    yield from _api(request.param, tmp_path)
+
+
+@pytest.fixture
+def pg_api(tmp_path: Path) -> Iterator[Api]:
+    """The API on PostgreSQL only, for what only the PostgreSQL store does."""
+    yield from _api("postgres", tmp_path)
+
+
+def _api(backend: str, tmp_path: Path) -> Iterator[Api]:
+    database_url = postgres.create_database() if backend == "postgres" else None
     try:
         settings = make_settings(tmp_path, database_url)
         services = Services.build(settings)

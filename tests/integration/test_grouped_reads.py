@@ -1,0 +1,107 @@
+"""The PostgreSQL loadTable reader answers concurrent lookups with shared queries
+(projections/fast_reads.py): every lookup still gets its own, current answer."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from domain.identifiers import NamespaceName
+from projections.fast_reads import PostgresTabularReader
+from tests.integration.conftest import Api, create_table
+
+pytestmark = pytest.mark.postgres
+NS = NamespaceName(("db",))
+
+
+def reader_for(api: Api, connections: int = 2) -> PostgresTabularReader:
+    url = api.services.settings.database_url
+    assert url is not None
+    return PostgresTabularReader({"conninfo": url}, max_size=connections, cache_bytes=1 << 20)
+
+
+def run(reader: PostgresTabularReader, work: Any) -> Any:
+    async def scenario() -> Any:
+        await reader.open()
+        try:
+            return await work()
+        finally:
+            await reader.close()
+
+    return asyncio.run(scenario())
+
+
+def test_concurrent_lookups_share_queries_and_each_gets_its_own_row(pg_api: Api) -> None:
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    created = {name: create_table(api, "db", name) for name in ("a", "b", "c")}
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    reader = reader_for(api, connections=1)
+    names = ["a", "b", "missing", "c", "a", "b", "a"] * 5
+
+    async def work() -> list[Any]:
+        return list(
+            await asyncio.gather(*(reader.load_tabular(wid, NS, n, "table") for n in names))
+        )
+
+    rows = run(reader, work)
+    for name, row in zip(names, rows, strict=True):
+        if name == "missing":
+            assert row is None
+            continue
+        assert row is not None
+        assert row.metadata_location == created[name]["metadata-location"]
+        assert row.id == created[name]["metadata"]["table-uuid"]
+    stats = reader.group_stats()
+    assert stats["queries"] < len(names), stats  # grouped ...
+    assert stats["lookups"] <= 4 * stats["queries"], stats  # ... and identical ones once
+    # A view of the same name is not a table.
+    other = reader_for(api)
+    assert run(other, lambda: other.load_tabular(wid, NS, "a", "view")) is None
+
+
+def test_a_lookup_sees_every_commit_acknowledged_before_it(pg_api: Api) -> None:
+    """Read-your-writes with grouping: commits and bursts of concurrent lookups interleave;
+    each burst, issued after a commit returned, sees that commit."""
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    reader = reader_for(api)
+
+    async def work() -> None:
+        for i in range(15):
+            response = await asyncio.to_thread(
+                api.post,
+                "/namespaces/db/tables/t",
+                {"updates": [{"action": "set-properties", "updates": {"i": str(i)}}]},
+            )
+            assert response.status_code == 200, response.text
+            expected = response.json()["metadata-location"]
+            rows = await asyncio.gather(
+                *(reader.load_tabular(wid, NS, "t", "table") for _ in range(8))
+            )
+            assert {row.metadata_location for row in rows if row} == {expected}
+
+    run(reader, work)
+
+
+def test_a_cancelled_lookup_leaves_its_group_answered(pg_api: Api) -> None:
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    reader = reader_for(api, connections=1)
+
+    async def work() -> list[Any]:
+        first = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+        doomed = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+        third = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+        await asyncio.sleep(0)
+        doomed.cancel()
+        return list(await asyncio.gather(first, third))
+
+    rows = run(reader, work)
+    assert all(row is not None and row.metadata_location for row in rows)
