@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from api.observability import ObservabilityMiddleware, Readiness
 from api.openapi import openapi_routes
 from api.publishing import run_relays
 from api.routes import config, lifecycle, management, namespaces, signing, tables, views
+from api.routing import IndexedRouter
 from api.services import Services
 from api.settings import Settings
 from domain.errors import CatalogError
@@ -185,6 +187,9 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Exception: unexpected_error,
         },
     )
+    # Same routes, matched through an index (api/routing.py); set before the first request
+    # builds the middleware stack around it.
+    app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.metrics = figures.registry
     # Inside RawPathMiddleware, which copies the scope: the router's `route` (the template
     # the metrics and the access log name) is set on the scope this middleware holds.
@@ -204,4 +209,17 @@ def create_app_from_env() -> Starlette:
     starts afresh, so it sets up logging itself."""
     settings = Settings.from_env()
     configure_logging(settings.log_format, settings.log_level)
-    return create_app(settings)
+    app = create_app(settings)
+    freeze_startup_heap()
+    return app
+
+
+def freeze_startup_heap() -> None:
+    """Called by the server once everything is imported and built, before serving.
+
+    What exists at that point (libraries, schemas, the app) lives as long as the process:
+    keep it out of the cyclic collector. Without this, each full collection walked the
+    whole start-up heap and paused the event loop for 60-85 ms — the loadTable p99 under
+    load. Not called by tests, which build many apps in one process."""
+    gc.collect()
+    gc.freeze()

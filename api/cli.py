@@ -15,7 +15,7 @@ from uuid import UUID
 
 import uvicorn
 
-from api.app import create_app
+from api.app import create_app, freeze_startup_heap
 from api.audit import Chainer, recorded_heads
 from api.event_log import Indexer
 from api.logs import configure_logging, uvicorn_log_options
@@ -66,8 +66,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     # uvicorn finishes in-flight requests on SIGTERM, then re-raises the signal it caught;
     # with the default handler that would kill the process before services.close().
     signal.signal(signal.SIGTERM, lambda *_: None)
+    app = create_app(settings, services)
+    freeze_startup_heap()
     uvicorn.run(
-        create_app(settings, services),
+        app,
         host=host,
         port=port,
         log_level=settings.log_level,
