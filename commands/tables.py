@@ -87,6 +87,9 @@ class TableState:
     table_id: UUID
     metadata_location: str | None
     metadata: dict[str, Any]
+    # `metadata` as JSON, when the command already serialised it (a commit writes these
+    # bytes as the metadata file): the answer reuses them instead of serialising again.
+    document: bytes | None = None
 
 
 def metadata_dir(metadata: dict[str, Any]) -> str:
@@ -416,7 +419,7 @@ class TableCommands(NamespaceCommands):
                 raise
             self._remember_table(table)
             self._delete_expired_metadata_files(staged.base, staged.metadata, file_io)
-            return TableState(table.id, staged.location, staged.metadata)
+            return TableState(table.id, staged.location, staged.metadata, staged.data)
 
         with _commit_turn(warehouse_id, [name]):
             return self.retrying(attempt)
