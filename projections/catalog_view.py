@@ -58,6 +58,23 @@ class CatalogView:
         for event in events:
             self.apply_one(cur, event, hints)
 
+    @staticmethod
+    def plain_commit(
+        event: object, hints: Mapping[str, bytes]
+    ) -> tuple[str, tuple[str, bytes, int, str]] | None:
+        """A commit that only moves a tabular's row to a document handed in (no new
+        location): (tabular id, (metadata location, document, version, time)), the row
+        update the one-statement append writes (projections/recorders.py); None for any
+        other event."""
+        if not isinstance(event, (Table.Committed, View.Replaced)):
+            return None
+        data = hints.get(event.metadata_location)
+        if data is None or _new_location(event.updates) is not None:
+            return None
+        stamp = event.timestamp.isoformat()
+        row = (event.metadata_location, data, event.originator_version, stamp)
+        return str(event.originator_id), row
+
     def apply_one(self, cur: Cursor, event: object, hints: Mapping[str, bytes]) -> None:
         if isinstance(event, (Table.Event, View.Event)):
             self._tabular(cur, event, hints)

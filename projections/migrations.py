@@ -111,12 +111,22 @@ def _event_store(cur: Any, target: Target) -> None:
                 cur.execute(composed, prepare=False)
 
 
+def _append_function(cur: Any, target: Target) -> None:
+    """PostgreSQL: the one-statement append of plain commits (projections/recorders.py)."""
+    if target.dialect != "postgres":
+        return
+    for recorder in target.recorders:
+        if hasattr(recorder, "append_commits_function"):
+            cur.execute(recorder.append_commits_function(), prepare=False)
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "event store, snapshots, catalog read model, task queue", _event_store),
     Step(2, "change-event relay positions", _statements(lambda _d: [publisher_positions.SCHEMA])),
     Step(3, "audit hash chain", _statements(lambda _d: [audit_chain.SCHEMA])),
     Step(4, "event index", _statements(event_index.schema)),
     Step(5, "storage credentials (encrypted)", _statements(lambda _d: [secrets.SCHEMA])),
+    Step(6, "one-statement append of commits (PostgreSQL function)", _append_function),
 )
 LATEST = STEPS[-1].version
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import uuid4
 
 import pytest
 
 from commands.group_commit import ConcurrentChange, _Save
+from domain.context import RequestContext
+from domain.identifiers import NamespaceName, TabularName
 from domain.project import Project
-from tests.integration.conftest import Api
+from projections import maintenance
+from tests.integration.conftest import Api, create_table
 
 
 def test_a_conflicting_save_in_a_batch_fails_alone(api: Api) -> None:
@@ -72,3 +76,81 @@ def test_saves_racing_on_one_version_in_a_batch_fail_without_sinking_the_batch(a
     assert items[0].error is None and items[3].error is None
     assert all(isinstance(i.error, ConcurrentChange) for i in items[1:3])
     assert app.repository.get(pid).name == "r0"
+
+
+# -- PostgreSQL: plain commits appended by one statement (projections/recorders.py) ------------
+
+
+def _stage_commit(api: Api, name: str, key: str) -> tuple[Any, _Save]:
+    """A set-properties commit of table db.<name>, staged as the command layer would:
+    the aggregate with its pending event and the hinted document."""
+    app = api.services.catalog
+    wid = api.services.warehouse_for_prefix(api.prefix)
+    table = app.get_table(wid, TabularName(NamespaceName(("db",)), name))
+    staged = app._stage_commit(
+        RequestContext(actor="t", request_id="r"),
+        wid,
+        table,
+        [],
+        [{"action": "set-properties", "updates": {key: "v"}}],
+        app.file_io({"type": "file"}),
+    )
+    assert staged is not None
+    return table, _Save([table], list(table.collect_events()), {staged.location: staged.data})
+
+
+@pytest.mark.postgres
+def test_plain_commits_land_by_one_statement_with_their_read_model_rows(
+    pg_api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = pg_api
+    recorder: Any = api.services.catalog.recorder
+    calls: list[int] = []
+    original = recorder._insert_commits
+
+    def counted(stored: Any, rows: Any) -> Any:
+        calls.append(len(rows))
+        return original(stored, rows)
+
+    monkeypatch.setattr(recorder, "_insert_commits", counted)
+    api.post("/namespaces", {"namespace": ["db"]})
+    for name in ("a", "b", "c"):
+        create_table(api, "db", name)
+    assert calls == [], "creates take the library's path"
+    items = [_stage_commit(api, name, f"k-{name}")[1] for name in ("a", "b", "c")]
+    app = api.services.catalog
+    app._committer._commit(items)
+    assert calls == [3], "one statement for the whole batch"
+    assert all(item.error is None for item in items)
+    positions = [item.position for item in items]
+    assert positions == sorted(positions) and len(set(positions)) == 3
+    for name, item in zip(("a", "b", "c"), items, strict=True):
+        loaded = api.get(f"/namespaces/db/tables/{name}").json()
+        assert loaded["metadata"]["properties"][f"k-{name}"] == "v"
+        assert loaded["metadata-location"] == next(iter(item.hints))
+    # The read model equals what the log folds to (rebuild would change nothing).
+    assert maintenance.verify(app.recorder, app.mapper).differences == []
+
+
+@pytest.mark.postgres
+def test_a_stale_plain_commit_changes_neither_log_nor_read_model(pg_api: Api) -> None:
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    create_table(api, "db", "bystander")
+    stale_table, stale = _stage_commit(api, "t", "stale")
+    winner = api.post(
+        "/namespaces/db/tables/t",
+        {"updates": [{"action": "set-properties", "updates": {"winner": "v"}}]},
+    )
+    assert winner.status_code == 200, winner.text
+    before = api.position()
+    _, bystander = _stage_commit(api, "bystander", "b")
+    api.services.catalog._committer._commit([stale, bystander])
+    assert isinstance(stale.error, ConcurrentChange)
+    assert bystander.error is None and bystander.position > before
+    loaded = api.get("/namespaces/db/tables/t").json()
+    assert loaded["metadata-location"] == winner.json()["metadata-location"]
+    assert "stale" not in loaded["metadata"]["properties"]
+    history = api.services.catalog.recorder.select_events(stale_table.id)
+    assert len(history) == stale_table.version, "the stale event was not stored"

@@ -178,6 +178,8 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
     # What the previous release left: without the tables steps 4 and 5 add.
     db.sql("DROP TABLE icelog_event_index")
     db.sql("DROP TABLE icelog_secrets")
+    if db.backend == "postgres":
+        db.sql("DROP FUNCTION icelog_append_commits")  # step 6
     db.sql("DELETE FROM icelog_schema_version WHERE version >= 4")
 
     if db.backend == "postgres":
@@ -189,11 +191,13 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
         upgraded = db.migrate()
         assert upgraded.returncode == 0, upgraded.stderr
         assert "applied step 4: event index" in upgraded.stdout
-        assert "applied 2 step(s)" in upgraded.stdout
+        assert "applied 3 step(s)" in upgraded.stdout
+        functions = "SELECT count(*) FROM pg_proc WHERE proname = 'icelog_append_commits'"
+        assert db.sql(functions) == [(1,)]
     else:
         # The embedded store upgrades itself when the server starts.
         services = db.build()
-        assert [s.version for s in services.schema_applied] == [4, 5]
+        assert [s.version for s in services.schema_applied] == [4, 5, 6]
         services.close()
     assert {"icelog_event_index", "icelog_secrets"} <= db.tables()
     assert [v for v, _ in db.versions()] == expected_versions()
