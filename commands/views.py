@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from commands.base import now_ms
-from commands.tables import TableCommands, TableState, metadata_dir
+from commands.tables import TableCommands, TableState, metadata_dir, namespace_turn
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
@@ -120,7 +120,8 @@ class ViewCommands(TableCommands):
             self._save_or_forget(file_io, md_location, name_claim, view, ns, hint=data)
             return TableState(view_id, md_location, metadata)
 
-        return self.retrying(attempt)
+        with namespace_turn(warehouse_id, name.namespace):
+            return self.retrying(attempt)
 
     def register_view(
         self,
@@ -167,7 +168,8 @@ class ViewCommands(TableCommands):
             self.save_all(name_claim, view, ns, hints={metadata_location: hint})
             return TableState(view_id, metadata_location, metadata)
 
-        return self.retrying(attempt)
+        with namespace_turn(warehouse_id, name.namespace):
+            return self.retrying(attempt)
 
     # -- replace ---------------------------------------------------------------------------
     def replace_view(
