@@ -14,13 +14,16 @@ from api.services import Services
 from api.settings import PublishSettings
 from projections.publisher_positions import PositionStore
 from publishers.context import ContextResolver
-from publishers.kafka_sink import KafkaSettings, KafkaSink
-from publishers.nats_sink import NatsSettings, NatsSink
 from publishers.relay import LoggedEvent, Relay
 from publishers.sinks import Sink
 
 
 def make_sink(kind: str, settings: PublishSettings) -> Sink:
+    # The broker clients are imported only by a process that publishes: nats-py (with
+    # aiohttp) and librdkafka cost a server that does not ~0.25 s of start-up and memory.
+    from publishers.kafka_sink import KafkaSettings, KafkaSink  # noqa: PLC0415
+    from publishers.nats_sink import NatsSettings, NatsSink  # noqa: PLC0415
+
     if kind == "nats":
         return NatsSink(
             NatsSettings(
