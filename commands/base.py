@@ -47,26 +47,55 @@ def now_ms() -> int:
 
 class MetadataCache:
     """Parsed metadata documents by location. Metadata files are immutable once written,
-    so an entry can never be stale; only memory bounds the cache."""
+    so an entry can never be stale; only memory bounds the cache.
 
-    def __init__(self, max_entries: int = 512) -> None:
-        self._entries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    A commit starts from its table's current document, so only the newest document of
+    each metadata directory is kept: holding every version cost ~250 MB per process after
+    a few hundred commits on one large table (a parsed document takes several times its
+    JSON size, and 512 versions of it were kept). Beyond that, at most `max_entries`
+    documents and `max_bytes` of their JSON, least recently used out first (the newest
+    one always stays, however large)."""
+
+    def __init__(self, max_entries: int = 512, max_bytes: int = 32 << 20) -> None:
+        self._entries: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()
+        self._newest: dict[str, str] = {}  # metadata directory -> its cached location
+        self._bytes = 0
         self._max = max_entries
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
 
     def get(self, location: str) -> dict[str, Any] | None:
         with self._lock:
             found = self._entries.get(location)
-            if found is not None:
-                self._entries.move_to_end(location)
-            return found
-
-    def put(self, location: str, metadata: dict[str, Any]) -> None:
-        with self._lock:
-            self._entries[location] = metadata
+            if found is None:
+                return None
             self._entries.move_to_end(location)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            return found[0]
+
+    def put(self, location: str, metadata: dict[str, Any], size: int) -> None:
+        """`size`: the document's JSON length, the measure of its memory."""
+        directory = location.rpartition("/")[0]
+        with self._lock:
+            previous = self._newest.get(directory)
+            if previous is not None and previous != location:
+                self._drop(previous)
+            self._drop(location)
+            self._entries[location] = (metadata, size)
+            self._newest[directory] = location
+            self._bytes += size
+            while len(self._entries) > 1 and (
+                len(self._entries) > self._max or self._bytes > self._max_bytes
+            ):
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, location: str) -> None:
+        found = self._entries.pop(location, None)
+        if found is None:
+            return
+        self._bytes -= found[1]
+        directory = location.rpartition("/")[0]
+        if self._newest.get(directory) == location:
+            del self._newest[directory]
 
 
 class CatalogBase(Application[UUID]):
@@ -165,8 +194,9 @@ class CatalogBase(Application[UUID]):
     # -- metadata documents ----------------------------------------------------------------
     def remember_metadata(self, location: str, metadata: dict[str, Any]) -> bytes:
         """Cache a document just written (or about to be) and return its JSON bytes."""
-        self.metadata_cache.put(location, metadata)
-        return orjson.dumps(metadata)
+        data = orjson.dumps(metadata)
+        self.metadata_cache.put(location, metadata, len(data))
+        return data
 
     def write_metadata(self, file_io: FileIO, location: str, data: bytes) -> None:
         """Write a new metadata file; `.gz.metadata.json` names are gzip-compressed."""
@@ -185,7 +215,9 @@ class CatalogBase(Application[UUID]):
         except FileNotFoundError:
             raise NotFoundError(f"Failed to open input stream for file: {location}") from None
         metadata = self.parse_metadata(raw, location)
-        self.metadata_cache.put(location, metadata)
+        # A gzip file's JSON is several times its size; 8 is a typical ratio for metadata.
+        size = len(raw) * (8 if raw[:2] == b"\x1f\x8b" else 1)
+        self.metadata_cache.put(location, metadata, size)
         return metadata
 
     @staticmethod
