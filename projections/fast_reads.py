@@ -55,10 +55,16 @@ _Key = tuple[str, str, str, str]
 
 
 class DocumentCache:
-    """Rendered metadata documents by (id, version), bounded by total bytes."""
+    """Rendered metadata documents by (id, version), bounded by total bytes.
+
+    Only the newest version of each tabular is kept: loadTable asks for the current
+    version, so an older one is read again only by a request that raced a commit. Keeping
+    every version filled the whole budget with dead documents on a table under constant
+    commits (8 appenders on one ~200 KB table: peak RSS ~200 MB per process)."""
 
     def __init__(self, max_bytes: int) -> None:
         self._entries: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._newest: dict[str, int] = {}  # tabular id -> the version cached for it
         self._bytes = 0
         self._max = max_bytes
 
@@ -71,10 +77,18 @@ class DocumentCache:
     def put(self, key: tuple[str, int], data: bytes) -> None:
         if len(data) > self._max or key in self._entries:
             return
+        tid, version = key
+        cached = self._newest.get(tid)
+        if cached is not None:
+            if cached > version:
+                return
+            self._bytes -= len(self._entries.pop((tid, cached)))
         self._entries[key] = data
+        self._newest[tid] = version
         self._bytes += len(data)
         while self._bytes > self._max:
-            _, dropped = self._entries.popitem(last=False)
+            (dropped_id, _), dropped = self._entries.popitem(last=False)
+            del self._newest[dropped_id]
             self._bytes -= len(dropped)
 
 
