@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -52,16 +53,21 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     services.ensure_defaults()
     if args.workers > 1:
         services.close()
-        uvicorn.run(
-            "api.app:create_app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=args.workers,
-            log_level=settings.log_level,
-            **uvicorn_log_options(),
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(  # noqa: S606 - a fixed argument list, no shell
+            sys.executable,
+            [
+                sys.executable,
+                "-m",
+                "api.supervise",
+                host,
+                str(port),
+                str(args.workers),
+                settings.log_level,
+                settings.log_format,
+            ],
         )
-        return 0
     print(f"icelog serving http://{host}:{port}/catalog ({settings.backend})", flush=True)
     # uvicorn finishes in-flight requests on SIGTERM, then re-raises the signal it caught;
     # with the default handler that would kill the process before services.close().

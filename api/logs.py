@@ -112,10 +112,17 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(level_number(level))
     # Uvicorn's loggers: no handlers of their own, so they reach the root handler.
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.asgi"):
         found = logging.getLogger(name)
         found.handlers.clear()
         found.propagate = True
+    # Except its access line, which carries the query string (ours names the route
+    # template). uvicorn writes it whenever that logger has a handler, its own or the
+    # root's; `access_log=False` only detaches it in the process that built the Config,
+    # not in the worker processes of `--workers N`, which set up logging here.
+    access = logging.getLogger("uvicorn.access")
+    access.handlers.clear()
+    access.propagate = False
 
 
 def uvicorn_log_options() -> dict[str, Any]:

@@ -342,11 +342,19 @@ def test_one_server_with_two_workers_reads_its_writes(tmp_path: Path) -> None:
         reader = Rest(server, keep_alive=False)
         try:
             stale = read_your_writes(writer, reader, "workers", 1000)
+            probe = httpx.get(f"{server.base}/catalog/v1/config?warehouse=default&probe=q1")
+            assert probe.status_code == 200
         finally:
             writer.close()
             reader.close()
             server.stop()
     assert stale == [], f"{len(stale)} stale reads of 1,000"
+    # SIGTERM reaches the parent (which replaced the CLI process): workers stop, exit 0.
+    assert server.process.returncode == 0, server.log()
+    log = server.log()
+    assert "icelog.access GET /catalog/v1/config 200" in log, "each worker logs its requests"
+    # uvicorn's own access line (with the query string) stays off in worker processes too.
+    assert "uvicorn.access" not in log and "probe=q1" not in log
 
 
 def _admin_url(url: str) -> str:

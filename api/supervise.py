@@ -1,0 +1,38 @@
+"""The parent process of `icelog serve --workers N`, started in place of the CLI.
+
+`icelog serve` prepares the schema and the embedded defaults with the whole catalog
+imported, then replaces itself (same pid, so signals still reach it) with this module:
+uvicorn's supervisor only starts, watches and stops the workers, and a parent that kept
+the catalog's imports held ~70 MB for nothing (~20 MB this way).
+
+    python -m api.supervise HOST PORT WORKERS LOG_LEVEL LOG_FORMAT
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from api.logs import configure_logging, uvicorn_log_options
+
+
+def main(argv: list[str]) -> int:
+    host, port, workers, log_level, log_format = argv
+    configure_logging(log_format, log_level)
+    uvicorn.run(
+        "api.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=int(port),
+        workers=int(workers),
+        log_level=log_level,
+        # Each worker finishes its requests in flight, as a single-process server does.
+        timeout_graceful_shutdown=10,
+        **uvicorn_log_options(),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
