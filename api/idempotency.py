@@ -33,12 +33,12 @@ _in_flight: dict[str, tuple[asyncio.Lock, int]] = {}
 
 
 def applies(request: Request) -> bool:
-    return (
-        request.method in ("POST", "DELETE")
-        and request.url.path.startswith("/catalog/")
-        and not request.url.path.endswith("/metrics")
-        and HEADER in request.headers
-    )
+    # The header first and the scope's path, not `request.url`: building the URL object
+    # cost ~3 % of the server's CPU per commit, for requests that almost never carry a key.
+    if HEADER not in request.headers or request.method not in ("POST", "DELETE"):
+        return False
+    path: str = request.scope["path"]
+    return path.startswith("/catalog/") and not path.endswith("/metrics")
 
 
 def _key(request: Request) -> str:
