@@ -219,6 +219,62 @@ def bench_load(server: Server, name: str, clients: int, duration: float) -> dict
     return {**result.summary(), "clients": clients, "response_bytes": size}
 
 
+class CpuAccount:
+    """CPU seconds spent during a scenario by the server (and its workers), by PostgreSQL
+    (every `postgres` process on the machine) and by this benchmark process, and how idle
+    the machine stayed: says which of them a throughput figure is bound by."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    @classmethod
+    def _cpu_s(cls, pid: int) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / cls.TICK
+
+    @staticmethod
+    def _postgres_pids() -> list[int]:
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if stat.read_text().strip() == "postgres":
+                    found.append(int(stat.parent.name))
+            except OSError:
+                continue
+        return found
+
+    def _sample(self) -> dict[str, float]:
+        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        ticks = [int(x) for x in cpu]
+        return {
+            "server": sum(self._cpu_s(p) for p in self.server.pids()),
+            "postgres": sum(self._cpu_s(p) for p in self._postgres_pids()),
+            "bench": self._cpu_s(os.getpid()),
+            "machine": sum(ticks) / self.TICK,
+            "idle": (ticks[3] + ticks[4]) / self.TICK,
+        }
+
+    def __enter__(self) -> CpuAccount:
+        self._start = self._sample()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        end = self._sample()
+        self.spent = {k: end[k] - self._start[k] for k in end}
+
+    def per_request_ms(self, requests: int) -> dict[str, float]:
+        per = {
+            f"{k}_cpu_ms": round(1000 * self.spent[k] / max(requests, 1), 2)
+            for k in ("server", "postgres", "bench")
+        }
+        return {**per, "machine_idle_share": round(self.spent["idle"] / self.spent["machine"], 2)}
+
+
 def bench_commits(server: Server, writers: int, duration: float) -> dict[str, Any]:
     for w in range(writers):
         make_table(server, "bench", f"w{w}")
@@ -241,8 +297,15 @@ def bench_commits(server: Server, writers: int, duration: float) -> dict[str, An
             st = state[cid]
             st["parent"], st["seq"] = st["next"], st["seq"] + 1
 
-    result = asyncio.run(run_clients("127.0.0.1", server.port, writers, duration, make, done))
-    return {**result.summary(), "writers": writers, "rss_mb_after": server.rss_mb()}
+    with CpuAccount(server) as cpu:
+        result = asyncio.run(run_clients("127.0.0.1", server.port, writers, duration, make, done))
+    summary = result.summary()
+    return {
+        **summary,
+        "writers": writers,
+        "rss_mb_after": server.rss_mb(),
+        "cpu_per_commit": cpu.per_request_ms(len(result.latencies_ms)),
+    }
 
 
 class PeakRss:
