@@ -3,7 +3,7 @@
 `icelog serve` prepares the schema and the embedded defaults with the whole catalog
 imported, then replaces itself (same pid, so signals still reach it) with this module:
 uvicorn's supervisor only starts, watches and stops the workers, and a parent that kept
-the catalog's imports held ~70 MB for nothing (~20 MB this way).
+the catalog's imports held ~70 MB for nothing (~26 MB this way).
 
     python -m api.supervise HOST PORT WORKERS LOG_LEVEL LOG_FORMAT
 """
