@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import orjson
 from starlette.exceptions import HTTPException
@@ -57,12 +58,33 @@ async def http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+# The requests whose 5xx Iceberg clients read as "the commit may have landed"
+# (Java's tableCommitHandler / viewCommitHandler, PyIceberg's commit_table): a table commit,
+# a multi-table transaction, a view replace. Matched on the route template, after routing.
+_COMMIT_TEMPLATES = (
+    "/namespaces/{namespace}/tables/{table}",
+    "/transactions/commit",
+    "/namespaces/{namespace}/views/{view}",
+)
+
+
+def is_commit(method: str, scope: Any) -> bool:
+    """Whether the routed request is a commit (its outcome may be unknown after a 5xx)."""
+    route = scope.get("route")
+    template = getattr(route, "path", "")
+    return (
+        method == "POST"
+        and template.startswith("/catalog/")
+        and template.endswith(_COMMIT_TEMPLATES)
+    )
+
+
 async def unexpected_error(request: Request, exc: Exception) -> Response:
     # Never leak internals (paths, secrets) to clients; the log keeps the traceback.
     log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-    error_type = (
-        "CommitStateUnknownException" if request.method == "POST" else "InternalServerError"
-    )
-    return error_response(
-        500, error_type, "Internal server error; see the server log", head=request.method == "HEAD"
-    )
+    if is_commit(request.method, request.scope):
+        error_type = "CommitStateUnknownException"
+        message = "Internal server error; the commit may or may not have been applied"
+    else:
+        error_type, message = "InternalServerError", "Internal server error; see the server log"
+    return error_response(500, error_type, message, head=request.method == "HEAD")

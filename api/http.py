@@ -17,6 +17,7 @@ from starlette.responses import Response
 from domain.context import RequestContext
 from domain.errors import BadRequestError
 from domain.identifiers import NamespaceName
+from domain.json_limits import check_json_depth
 
 _SEPARATOR = re.compile("%1f|\x1f", re.IGNORECASE)
 
@@ -48,9 +49,11 @@ async def read_json(request: Request) -> Any:
     if not body.strip():
         return None
     try:
-        return orjson.loads(body)
+        parsed = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadRequestError(f"Malformed JSON body: {exc}") from None
+    check_json_depth(parsed, "The request body")
+    return parsed
 
 
 def endpoint(fn: Handler | AsyncHandler) -> Callable[[Request], Awaitable[Response]]:

@@ -11,10 +11,11 @@
 - body limit: a body over `max_body_bytes` (declared or streamed) is refused with 413 before
   any handler acts on it;
 - timeout: a request still unanswered after `timeout_s` is answered 504
-  `CommitStateUnknownException` (POST, PUT, DELETE: the work may still complete, and a
-  commit lands whole or not at all) or 503 `ServiceUnavailableException` (reads). A handler
-  running in the threadpool cannot be interrupted: it runs to its end and its response is
-  dropped.
+  (`CommitStateUnknownException` for commits, which land whole or not at all;
+  `ServiceUnavailableException` for other writes, which may still complete) or 503
+  `ServiceUnavailableException` (reads). A handler running in the threadpool cannot be
+  interrupted: the request's `Cancellation` (domain/cancellation.py) is set, and the
+  handler stops at its next safe point; whatever it answers is dropped.
 
 The readiness probe behind `GET /ready` lives here too.
 """
@@ -33,11 +34,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_response, unexpected_error
+from api.errors import error_response, is_commit, unexpected_error
 from api.logs import ACCESS_LOGGER, request_id_var
 from api.metrics import UNMATCHED, Metrics
 from api.publishing import LogAccess
 from api.services import Services
+from domain.cancellation import Cancellation, bind, unbind
 
 access_log = logging.getLogger(ACCESS_LOGGER)
 log = logging.getLogger("icelog.api")
@@ -65,6 +67,7 @@ class _Exchange:
     """The state of one request/response exchange as the middleware sees it."""
 
     __slots__ = (
+        "cancellation",
         "declared",
         "ended",
         "finished",
@@ -75,6 +78,7 @@ class _Exchange:
         "receive_app",
         "request_id",
         "request_id_header",
+        "scope",
         "send_app",
         "started",
         "status",
@@ -91,8 +95,11 @@ class _Exchange:
         send: Send,
         limit: int,
         declared: int | None,
+        scope: Scope,
     ) -> None:
         self.metrics = metrics
+        self.scope = scope
+        self.cancellation = Cancellation()
         self.request_id = request_id
         self.request_id_header = (REQUEST_ID_HEADER, request_id.encode("ascii"))
         self.method = method
@@ -140,16 +147,20 @@ class _Exchange:
         if self.started or self.timed_out:
             return
         self.timed_out = True
+        self.cancellation.cancel()
         self.timeout_task = asyncio.get_running_loop().create_task(self._answer_timeout())
 
     async def _answer_timeout(self) -> None:
         self.metrics.timeouts.inc()
-        if self.method in _WRITES:
+        if is_commit(self.method, self.scope):
             status, error_type = 504, "CommitStateUnknownException"
             message = (
                 "The request timed out; the server may still complete it (a commit is applied "
                 "entirely or not at all): reload to see its outcome"
             )
+        elif self.method in _WRITES:
+            status, error_type = 504, "ServiceUnavailableException"
+            message = "The request timed out; it may still complete: reload to see its outcome"
         else:
             status, error_type = 503, "ServiceUnavailableException"
             message = "The request timed out; retry later"
@@ -226,9 +237,10 @@ class ObservabilityMiddleware:
         token = request_id_var.set(request_id)
         method: str = scope["method"]
         exchange = _Exchange(
-            self.metrics, request_id, method, receive, send, self.max_body_bytes, declared
+            self.metrics, request_id, method, receive, send, self.max_body_bytes, declared, scope
         )
         watch = self._watch(exchange) if self.timeout_s > 0 else None
+        cancellation = bind(exchange.cancellation)
         try:
             await self.app(scope, exchange.receive, exchange.send)
         except Exception as exc:
@@ -250,6 +262,7 @@ class ObservabilityMiddleware:
                 except Exception:  # the client went away before its 503/504
                     log.debug("could not send the timeout answer", exc_info=True)
             self._record(scope, exchange, started)
+            unbind(cancellation)
             request_id_var.reset(token)
 
     def _watch(self, exchange: _Exchange) -> _Watch:

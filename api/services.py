@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool
 from api.settings import Settings
 from api.storage_access import StorageAccess
 from commands.catalog import Catalog
+from commands.storage import StorageLimits, StoragePolicy
 from commands.task_worker import TaskWorkers
 from domain.context import SYSTEM
 from domain.errors import (
@@ -30,6 +31,7 @@ from domain.errors import (
     ServiceUnavailableError,
 )
 from domain.identifiers import NIL_UUID
+from domain.locations import Location
 from projections import migrations
 from projections.fast_reads import (
     PostgresTabularReader,
@@ -165,6 +167,15 @@ class Services:
         # a decision a command takes must see every acknowledged write.
         catalog.location_index = primary.overlapping_location
         catalog.open_task_count = primary.open_task_count
+        catalog.warehouse_profiles = primary.live_warehouse_profiles
+        catalog.storage_limits = StorageLimits(
+            max_read_bytes=settings.max_metadata_file_bytes,
+            read_timeout_s=settings.storage_read_timeout_seconds,
+        )
+        catalog.storage_policy = StoragePolicy(
+            file_roots=tuple(Location.parse(root) for root in settings.file_warehouse_roots),
+            s3_endpoint_hosts=settings.s3_endpoint_hosts,
+        )
         catalog.task_max_attempts = settings.task_max_attempts
         catalog.task_backoff_ms = int(settings.task_retry_backoff_seconds * 1000)
         catalog.purge_delete_rate = settings.purge_delete_rate

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from domain.errors import BadRequestError
+from domain.locations import Location
 from projections.secrets import SecretKeyError, parse_key
 
 PREFIX = "ICELOG_"
@@ -96,6 +98,23 @@ def _read_url(value: str, *, primary: str | None) -> str | None:
             f"(got scheme {parsed.scheme!r})"
         )
     return url
+
+
+def _file_roots(value: str) -> tuple[str, ...]:
+    """ICELOG_FILE_WAREHOUSE_ROOTS: comma-separated directories (`/data/lake` or
+    `file:///data/lake`) below which `file` warehouses may be created."""
+    roots = []
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        try:
+            root = Location.parse(item.strip(), PREFIX + "FILE_WAREHOUSE_ROOTS entry")
+        except BadRequestError as exc:
+            raise SettingsError(exc.message) from None
+        if root.scheme != "file":
+            raise SettingsError(f"{PREFIX}FILE_WAREHOUSE_ROOTS entries must be directories")
+        roots.append(str(root))
+    return tuple(roots)
 
 
 SINKS = ("nats", "kafka")
@@ -208,6 +227,12 @@ class Settings:
     # PostgreSQL URL (a streaming replica) for the read models; writes and the aggregates
     # commands load always use ICELOG_DATABASE_URL.
     database_read_url: str | None = None
+    # Containment (docs/security.md): what one read of a metadata file may cost, where
+    # `file` warehouses may live, which S3 endpoints warehouses may name.
+    max_metadata_file_bytes: int = 64 * 1024 * 1024  # ICELOG_MAX_METADATA_FILE_MB
+    storage_read_timeout_seconds: float = 30.0  # ICELOG_STORAGE_READ_TIMEOUT_SECONDS
+    file_warehouse_roots: tuple[str, ...] = ()  # ICELOG_FILE_WAREHOUSE_ROOTS
+    s3_endpoint_hosts: tuple[str, ...] = ()  # ICELOG_S3_ENDPOINT_HOSTS
 
     @property
     def backend(self) -> str:
@@ -298,6 +323,22 @@ class Settings:
                 get("SKIP_STORAGE_VALIDATION", "false"), PREFIX + "SKIP_STORAGE_VALIDATION"
             ),
             database_read_url=_read_url(get("DATABASE_READ_URL", ""), primary=url),
+            max_metadata_file_bytes=_int(
+                get("MAX_METADATA_FILE_MB", "64"), PREFIX + "MAX_METADATA_FILE_MB", 1
+            )
+            * 1024
+            * 1024,
+            storage_read_timeout_seconds=_float(
+                get("STORAGE_READ_TIMEOUT_SECONDS", "30"),
+                PREFIX + "STORAGE_READ_TIMEOUT_SECONDS",
+                0.1,
+            ),
+            file_warehouse_roots=_file_roots(get("FILE_WAREHOUSE_ROOTS", "")),
+            s3_endpoint_hosts=tuple(
+                host.strip().lower()
+                for host in get("S3_ENDPOINT_HOSTS", "").split(",")
+                if host.strip()
+            ),
         )
 
     def eventsourcing_env(self) -> dict[str, str]:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import logging
 import random
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,7 +18,8 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
 
 from commands.group_commit import ConcurrentChange, GroupCommitter
-from commands.storage import file_io_for
+from commands.storage import StorageLimits, file_io_for
+from domain.cancellation import check_cancelled
 from domain.claims import NameClaim
 from domain.errors import (
     BadRequestError,
@@ -24,12 +27,15 @@ from domain.errors import (
     NotFoundError,
     ServiceUnavailableError,
 )
+from domain.json_limits import check_json_depth
 from domain.namespace import Namespace
-from domain.ports import FileIO, SecretVault
+from domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
 from domain.project import Project
 from domain.table import Table
 from domain.view import View
 from domain.warehouse import Warehouse
+
+log = logging.getLogger("icelog.commands")
 
 A = TypeVar("A", bound=Aggregate)
 R = TypeVar("R")
@@ -98,6 +104,15 @@ class MetadataCache:
             del self._newest[directory]
 
 
+def gunzip_bounded(data: bytes, limit: int) -> bytes:
+    """Unpack gzip data of at most `limit` bytes unpacked (OSError beyond)."""
+    unpacker = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    out = unpacker.decompress(data, limit + 1)
+    if len(out) > limit or unpacker.unconsumed_tail:
+        raise OSError(f"gzip data unpacks to more than {limit} bytes")
+    return out
+
+
 class CatalogBase(Application[UUID]):
     """One application, one ordered stream: the whole catalog's history in one log."""
 
@@ -113,6 +128,8 @@ class CatalogBase(Application[UUID]):
     # Storage credentials (encrypted, outside the log); handed in by the composition root
     # because commands/ cannot import projections/. None: only file warehouses work.
     secrets: SecretVault | None = None
+    # What reading one file may cost (ICELOG_MAX_METADATA_FILE_MB); set from settings.
+    storage_limits: StorageLimits = StorageLimits()
 
     # Observability hooks, no-ops unless the composition root sets them (api/metrics.py):
     # a server-side retry after a concurrent change; one append transaction (seconds, commands).
@@ -148,7 +165,7 @@ class CatalogBase(Application[UUID]):
 
     def file_io(self, storage_profile: dict[str, Any]) -> FileIO:
         """The FileIO for a warehouse's storage profile (S3 with its stored credential)."""
-        return file_io_for(storage_profile, self.secrets)
+        return file_io_for(storage_profile, self.secrets, self.storage_limits)
 
     def cached_storage_profile(self, warehouse_id: UUID) -> dict[str, Any] | None:
         """The profile if this replica read it recently (never touches the database)."""
@@ -180,6 +197,7 @@ class CatalogBase(Application[UUID]):
     def retrying(self, attempt: Callable[[], R]) -> R:
         """Run a command attempt until it does not collide with a concurrent writer."""
         for n in range(MAX_ATTEMPTS):
+            check_cancelled()
             try:
                 return attempt()
             except ConcurrentChange:
@@ -214,22 +232,48 @@ class CatalogBase(Application[UUID]):
             raw = file_io.read(location)
         except FileNotFoundError:
             raise NotFoundError(f"Failed to open input stream for file: {location}") from None
+        except UnreadableFileError as exc:
+            log.warning("metadata file not read: %s", exc)
+            raise ServiceUnavailableError(f"Cannot read metadata file {location}") from None
         metadata = self.parse_metadata(raw, location)
         # A gzip file's JSON is several times its size; 8 is a typical ratio for metadata.
         size = len(raw) * (8 if raw[:2] == b"\x1f\x8b" else 1)
         self.metadata_cache.put(location, metadata, size)
         return metadata
 
-    @staticmethod
-    def parse_metadata(raw: bytes, location: str) -> dict[str, Any]:
-        """A metadata file's bytes as a document; 400 when they are not one."""
+    def load_client_metadata(
+        self, location: str, file_io: FileIO, is_metadata: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """A metadata file a client names (register): inside the warehouse (else 400), and
+        one answer for every reason it cannot be used — missing, not a regular file, too
+        large, too slow, not JSON, not `is_metadata` — so that registering cannot probe
+        the storage. The reason goes to the server log."""
+        try:
+            metadata = self.load_metadata(location, file_io)
+            if is_metadata(metadata):
+                return metadata
+            reason = "not Iceberg metadata of the expected kind"
+        except OutsideStorageError:
+            raise
+        except (NotFoundError, ServiceUnavailableError, BadRequestError) as exc:
+            reason = exc.message
+        log.info("register: metadata file %s not used: %s", location, reason)
+        raise NotFoundError(
+            f"Cannot read metadata file {location}: there is no readable Iceberg metadata "
+            "file of that name in the warehouse"
+        )
+
+    def parse_metadata(self, raw: bytes, location: str) -> dict[str, Any]:
+        """A metadata file's bytes as a document; 400 when they are not one. A gzip file
+        may unpack to at most the size limit of a file (a small bomb never unpacks)."""
         try:
             # Readers accept gzip whatever the name says (Iceberg spec, appendix F).
             if raw[:2] == b"\x1f\x8b":
-                raw = gzip.decompress(raw)
+                raw = gunzip_bounded(raw, self.storage_limits.max_read_bytes)
             metadata = orjson.loads(raw)
-        except (OSError, EOFError, orjson.JSONDecodeError):
+        except (OSError, EOFError, zlib.error, orjson.JSONDecodeError):
             raise BadRequestError(f"Not a metadata file: {location}") from None
         if not isinstance(metadata, dict):
             raise BadRequestError(f"Not a metadata file: {location}")
+        check_json_depth(metadata, f"Metadata file {location}")
         return metadata

@@ -7,7 +7,13 @@ from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from commands.base import CatalogBase
-from commands.storage import credential_for, validate_storage_profile
+from commands.storage import (
+    StoragePolicy,
+    credential_for,
+    storage_root,
+    validate_storage_profile,
+)
+from commands.storage.s3_profile import normalize_s3_profile
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import (
@@ -22,10 +28,15 @@ from domain.identifiers import SERVER_ID, reject_control_characters, warehouse_c
 from domain.project import Project
 from domain.protection import ensure_unprotected
 from domain.server import Server
+from domain.storage_roots import STORAGE_ROOTS_ID, StorageRoots
 from domain.warehouse import Warehouse
 
 R = TypeVar("R")
 HARD_DELETE: dict[str, Any] = {"type": "hard"}
+# Changing any of these points the stored credential at another store: the request must
+# carry the credential again (a caller could otherwise have the server sign with it
+# towards a host of their choice).
+_CREDENTIAL_BOUND = ("endpoint", "bucket", "region", "sts-endpoint")
 
 
 def validate_delete_profile(profile: object) -> dict[str, Any]:
@@ -73,6 +84,11 @@ class ManagementCommands(CatalogBase):
     # Open (pending or running) tasks of a warehouse, from the read model; handed in by
     # the composition root because commands/ cannot import projections/.
     open_task_count: Callable[[str], int] = staticmethod(lambda _warehouse_id: 0)
+    # Every live warehouse's storage profile by id, from the read model: seeds the storage
+    # roots registry of a catalog whose log predates it.
+    warehouse_profiles: Callable[[], dict[str, dict[str, Any]]] = staticmethod(dict)
+    # Where warehouses may live (settings).
+    storage_policy: StoragePolicy = StoragePolicy()
 
     """Bootstrap, projects and warehouses (Lakekeeper-shaped management API)."""
 
@@ -168,8 +184,12 @@ class ManagementCommands(CatalogBase):
     ) -> UUID:
         validate_name(name, "warehouse-name")
         profile, credential = validate_storage_profile(
-            storage_profile, storage_credential, check_access=check_access
+            storage_profile,
+            storage_credential,
+            check_access=check_access,
+            policy=self.storage_policy,
         )
+        root = storage_root(profile)
         deletion = validate_delete_profile(delete_profile)
         warehouse_id = uuid4()
         secret_id = self._seal_credential(profile, credential)
@@ -193,12 +213,28 @@ class ManagementCommands(CatalogBase):
                 request_id=ctx.request_id,
             )
             project.add_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(name_claim, warehouse, project)
+            roots = self._storage_roots(ctx)
+            roots.claim(warehouse_id, root, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(name_claim, warehouse, project, roots)
             return warehouse_id
 
         return self._forget_on_failure(secret_id, lambda: self.retrying(attempt))
 
     # -- storage ---------------------------------------------------------------------------
+    def _storage_roots(self, ctx: RequestContext) -> StorageRoots:
+        """The registry of warehouse roots; started from the live warehouses when the log
+        has none yet (a catalog that predates it)."""
+        found = self.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
+        if found is not None:
+            return found
+        roots: dict[str, str] = {}
+        for warehouse_id, profile in sorted(self.warehouse_profiles().items()):
+            try:
+                roots[warehouse_id] = str(storage_root(profile))
+            except BadRequestError:
+                continue  # a legacy location that no longer parses overlaps nothing
+        return StorageRoots.start(roots, actor=ctx.actor, request_id=ctx.request_id)
+
     def _seal_credential(
         self, profile: dict[str, Any], credential: dict[str, Any] | None
     ) -> UUID | None:
@@ -238,22 +274,38 @@ class ManagementCommands(CatalogBase):
         ):
             raise BadRequestError("The storage profile's type cannot change")
         keep_credential = storage_credential is None and old_profile.get("type") == "s3"
+        if keep_credential and isinstance(storage_profile, dict):
+            preview = normalize_s3_profile(storage_profile)
+            self._same_location(old_profile, preview)
+            changed = [k for k in _CREDENTIAL_BOUND if preview.get(k) != old_profile.get(k)]
+            if changed:
+                raise BadRequestError(
+                    f"Changing {', '.join(changed)} needs the storage-credential again: the "
+                    "stored credential is only used with the store it was given for"
+                )
         if keep_credential:
             storage_credential = credential_for(old_profile, self.secrets)
         profile, credential = validate_storage_profile(
-            storage_profile, storage_credential, check_access=check_access
+            storage_profile,
+            storage_credential,
+            check_access=check_access,
+            policy=self.storage_policy,
         )
-        if profile["base-location"] != old_profile["base-location"]:
-            raise BadRequestError(
-                "The storage location cannot change (tables live there): "
-                f"{old_profile['base-location']} → {profile['base-location']}"
-            )
+        self._same_location(old_profile, profile)
         if keep_credential:
             profile["credential-id"] = old_profile["credential-id"]
             secret_id = None
         else:
             secret_id = self._seal_credential(profile, credential)
         self._replace_profile(ctx, warehouse_id, profile, secret_id)
+
+    @staticmethod
+    def _same_location(old: dict[str, Any], new: dict[str, Any]) -> None:
+        if new["base-location"] != old["base-location"]:
+            raise BadRequestError(
+                "The storage location cannot change (tables live there): "
+                f"{old['base-location']} → {new['base-location']}"
+            )
 
     def update_storage_credential(
         self,
@@ -267,7 +319,7 @@ class ManagementCommands(CatalogBase):
         current = self.get_warehouse(warehouse_id)
         settings = {k: v for k, v in current.storage_profile.items() if k not in ("credential-id",)}
         profile, credential = validate_storage_profile(
-            settings, storage_credential, check_access=check_access
+            settings, storage_credential, check_access=check_access, policy=self.storage_policy
         )
         secret_id = self._seal_credential(profile, credential)
         self._replace_profile(ctx, warehouse_id, profile, secret_id)
@@ -346,7 +398,10 @@ class ManagementCommands(CatalogBase):
             warehouse.delete(actor=ctx.actor, request_id=ctx.request_id)
             if project is not None and not project.deleted:
                 project.remove_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(name_claim, warehouse, project)
+            roots = self.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
+            if roots is not None:
+                roots.release(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(name_claim, warehouse, project, roots)
             return warehouse.storage_profile.get("credential-id")
 
         credential_id = self.retrying(attempt)

@@ -26,10 +26,10 @@ from domain.errors import (
 )
 from domain.identifiers import NamespaceName, TabularName, tabular_claim_id
 from domain.locations import (
+    Location,
     check_scheme_allowed,
     default_table_location,
-    is_inside,
-    normalize_location,
+    parse_inside,
 )
 from domain.namespace import Namespace
 from domain.ports import FileIO, LocationIndex
@@ -88,14 +88,30 @@ class TableState:
     document: bytes | None = None
 
 
-def metadata_dir(metadata: dict[str, Any]) -> str:
-    custom = metadata.get("properties", {}).get("write.metadata.path")
-    base = custom if custom else f"{metadata['location']}/metadata"
-    return str(base).rstrip("/")
+WRITE_METADATA_PATH = "write.metadata.path"
+
+
+def metadata_dir(metadata: dict[str, Any]) -> Location:
+    """Where a table's or view's metadata files go: `<location>/metadata`, or the
+    `write.metadata.path` property, which must lie inside the table's location (as
+    Lakekeeper requires) — never elsewhere in the warehouse, never outside it."""
+    location = Location.parse(metadata.get("location"), "table location")
+    custom = metadata.get("properties", {}).get(WRITE_METADATA_PATH)
+    if not custom:
+        return location.child("metadata")
+    return parse_inside(custom, location, WRITE_METADATA_PATH)
 
 
 def _no_index(warehouse_id: str, location: str) -> str | None:
     return None
+
+
+def inside(text: str, base: Location) -> bool:
+    """Whether a location named by metadata lies inside `base` (False when it does not parse)."""
+    try:
+        return base.contains(Location.parse(text, encoded_separators=True))
+    except BadRequestError:
+        return False
 
 
 class TableCommands(NamespaceCommands):
@@ -185,18 +201,22 @@ class TableCommands(NamespaceCommands):
             raise AlreadyExistsError(f"Table already exists: {name.dotted}")
         return existing
 
-    def _check_location(self, warehouse: Warehouse, location: str) -> None:
+    def _check_location(self, warehouse: Warehouse, location: Any) -> Location:
+        """A table or view location a client chose: it parses, lies strictly inside the
+        warehouse and overlaps no other table or view."""
+        parsed = Location.parse(location, "table location")
         check_scheme_allowed(warehouse.storage_profile, location)
-        if not is_inside(location, warehouse.base_location):
+        root = Location.parse(warehouse.base_location, "warehouse location")
+        if not root.contains(parsed):
             raise BadRequestError(
-                f"Location {location} is not inside the warehouse location "
-                f"{warehouse.base_location}"
+                f"Location {location} is not inside the warehouse location {root}"
             )
-        if normalize_location(location) == normalize_location(warehouse.base_location):
+        if parsed == root:
             raise BadRequestError("A table location cannot be the warehouse location itself")
-        other = self.location_index(str(warehouse.id), normalize_location(location))
+        other = self.location_index(str(warehouse.id), str(parsed))
         if other is not None:
             raise LocationTakenError(f"Location {location} overlaps with the location of {other}")
+        return parsed
 
     def _new_location(
         self, warehouse: Warehouse, name: TabularName, requested: str | None, tabular_id: UUID
@@ -204,18 +224,14 @@ class TableCommands(NamespaceCommands):
         """A new table's or view's location: the requested one if it is free and inside the
         warehouse, else `<warehouse>/<namespace>/<name>-<id>`."""
         if requested:
-            check_scheme_allowed(warehouse.storage_profile, requested)
-            location = normalize_location(requested)
-            self._check_location(warehouse, location)
-            return location
-        return default_table_location(
-            warehouse.base_location, name.namespace, name.name, tabular_id
-        )
+            return str(self._check_location(warehouse, requested))
+        root = Location.parse(warehouse.base_location, "warehouse location")
+        return str(default_table_location(root, name.namespace, name.name, tabular_id))
 
     def _write_first_file(
         self, file_io: FileIO, metadata: dict[str, Any], version: int = 0
     ) -> tuple[str, bytes]:
-        location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
+        location = str(metadata_dir(metadata).child(metadata_file_name(version, str(uuid4()))))
         data = self.remember_metadata(location, metadata)
         self.write_metadata(file_io, location, data)
         return location, data
@@ -287,7 +303,7 @@ class TableCommands(NamespaceCommands):
             namespace_id=ns.id,
             namespace=name.namespace.as_list(),
             name=name.name,
-            location=normalize_location(metadata["location"]),
+            location=str(Location.parse(metadata["location"], "table location")),
             metadata_location=md_location,
             metadata=metadata,
             updates=updates,
@@ -447,7 +463,7 @@ class TableCommands(NamespaceCommands):
             self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
         reject_secret_properties(metadata.get("properties", {}), "Table")
         version = metadata_file_version(table.metadata_location) + 1
-        md_location = f"{metadata_dir(metadata)}/{metadata_file_name(version, str(uuid4()))}"
+        md_location = str(metadata_dir(metadata).child(metadata_file_name(version, str(uuid4()))))
         data = self.remember_metadata(md_location, metadata)
         self.write_metadata(file_io, md_location, data)
         table.commit(
@@ -520,15 +536,20 @@ class TableCommands(NamespaceCommands):
     def _delete_expired_metadata_files(
         base: dict[str, Any], metadata: dict[str, Any], file_io: FileIO
     ) -> None:
-        """`write.metadata.delete-after-commit.enabled`: drop files that left metadata-log."""
+        """`write.metadata.delete-after-commit.enabled`: drop files that left metadata-log —
+        only those inside the table's own location (a registered document's metadata-log
+        may name anything)."""
         enabled = metadata.get("properties", {}).get("write.metadata.delete-after-commit.enabled")
         if str(enabled).lower() != "true":
             return
+        table = Location.parse(metadata["location"], "table location")
         kept = {entry["metadata-file"] for entry in metadata.get("metadata-log", [])}
         for entry in base.get("metadata-log", []):
-            if entry["metadata-file"] not in kept:
-                with contextlib.suppress(OSError):
-                    file_io.delete(entry["metadata-file"])
+            name = entry.get("metadata-file")
+            if name in kept or not isinstance(name, str) or not inside(name, table):
+                continue
+            with contextlib.suppress(OSError, CatalogError):
+                file_io.delete(name)
 
     # -- rename ----------------------------------------------------------------------------
     def rename_table(
@@ -587,6 +608,24 @@ class TableCommands(NamespaceCommands):
         self.save_all(old_claim, new_claim, tabular, source_ns, dest_ns)
 
     # -- register --------------------------------------------------------------------------
+    def load_registered(
+        self, warehouse: Warehouse, metadata_location: str, file_io: FileIO, kind: str
+    ) -> dict[str, Any]:
+        """The metadata file a register request names: inside the warehouse (400 otherwise),
+        then read with one answer for every reason it cannot be used (404)."""
+        check_scheme_allowed(warehouse.storage_profile, metadata_location)
+        root = Location.parse(warehouse.base_location, "warehouse location")
+        parse_inside(metadata_location, root, "metadata location")
+
+        def is_kind(metadata: dict[str, Any]) -> bool:
+            if not isinstance(metadata.get("location"), str):
+                return False
+            if kind == "view":
+                return "view-uuid" in metadata
+            return "format-version" in metadata and "view-uuid" not in metadata
+
+        return self.load_client_metadata(metadata_location, file_io, is_kind)
+
     def register_table(
         self,
         ctx: RequestContext,
@@ -607,15 +646,8 @@ class TableCommands(NamespaceCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_claim(warehouse_id, name)
-            check_scheme_allowed(warehouse.storage_profile, metadata_location)
-            if not is_inside(metadata_location, warehouse.base_location):
-                raise BadRequestError(
-                    f"Metadata location {metadata_location} is not inside the warehouse"
-                )
             file_io = self.file_io(warehouse.storage_profile)
-            metadata = self.load_metadata(metadata_location, file_io)
-            if not isinstance(metadata.get("location"), str) or "format-version" not in metadata:
-                raise BadRequestError(f"Not an Iceberg table metadata file: {metadata_location}")
+            metadata = self.load_registered(warehouse, metadata_location, file_io, "table")
             self._check_location(warehouse, metadata["location"])
             name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
             table = Table.register(
@@ -624,7 +656,7 @@ class TableCommands(NamespaceCommands):
                 namespace_id=ns.id,
                 namespace=name.namespace.as_list(),
                 name=name.name,
-                location=normalize_location(metadata["location"]),
+                location=str(Location.parse(metadata["location"], "table location")),
                 metadata_location=metadata_location,
                 metadata=metadata,
                 actor=ctx.actor,

@@ -16,9 +16,11 @@ from uuid import UUID
 from commands.base import now_ms
 from commands.group_commit import ConcurrentChange
 from commands.lifecycle import LifecycleCommands
-from commands.storage.purge import reachable_files
+from commands.storage.purge import PurgePlan, reachable_files
 from domain.context import RequestContext
-from domain.errors import NotFoundError
+from domain.errors import BadRequestError, NotFoundError
+from domain.locations import Location
+from domain.ports import FileIO, OutsideStorageError
 from domain.table import Table
 from domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, RUNNING, Task, TaskStateError
 from domain.view import View
@@ -166,10 +168,19 @@ class TaskCommands(LifecycleCommands):
         except NotFoundError:
             # Deleted last by an earlier attempt (or by the client): nothing left to find.
             metadata = {"metadata-log": []}
+        except OutsideStorageError:
+            metadata = {"metadata-log": []}  # a legacy location: skipped below, with why
         beat = _Beat(heartbeat)
         written = self._written_metadata(task.entity_id)
-        paths = reachable_files(metadata, location, file_io, beat, also_metadata=written)
-        deleted, missing = self._delete(paths, file_io, beat)
+        plan = reachable_files(
+            metadata,
+            location,
+            file_io,
+            beat,
+            also_metadata=written,
+            table_location=_table_location(task.payload.get("location")),
+        )
+        deleted, missing = self._delete(plan, file_io, beat)
 
         def record() -> None:
             current = self._current(task_id, worker)
@@ -184,7 +195,11 @@ class TaskCommands(LifecycleCommands):
                 )
             current.succeed(
                 worker=worker,
-                result={"deleted-files": deleted, "missing-files": missing},
+                result={
+                    "deleted-files": deleted,
+                    "missing-files": missing,
+                    **plan.skipped_summary(),
+                },
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
@@ -200,19 +215,34 @@ class TaskCommands(LifecycleCommands):
             if isinstance(event, (Table.Created, Table.Committed))
         ]
 
-    def _delete(self, paths: list[str], file_io: Any, beat: _Beat) -> tuple[int, int]:
+    def _delete(self, plan: PurgePlan, file_io: FileIO, beat: _Beat) -> tuple[int, int]:
         """Delete in the order given (leaves first, metadata last), at most
-        `purge_delete_rate` files per second, keeping the lease alive."""
+        `purge_delete_rate` files per second, keeping the lease alive. A file the storage
+        refuses to delete is skipped with the reason."""
         deleted = missing = 0
         started = time.monotonic()
-        for n, path in enumerate(paths):
+        for n, path in enumerate(plan.paths):
             if self.purge_delete_rate > 0:
                 wait = started + n / self.purge_delete_rate - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
             beat()
-            if file_io.delete(path):
+            try:
+                gone = file_io.delete(path)
+            except OutsideStorageError as exc:
+                plan.skip(path, exc.message)
+                continue
+            if gone:
                 deleted += 1
             else:
                 missing += 1
         return deleted, missing
+
+
+def _table_location(text: Any) -> Location | None:
+    """The purged table's location from the task's payload; None (nothing is deleted)
+    when it does not parse — a location stored before the strict rules."""
+    try:
+        return Location.parse(text, "table location", encoded_separators=True)
+    except BadRequestError:
+        return None

@@ -12,7 +12,7 @@ from domain.claims import NameClaim, claim
 from domain.context import RequestContext
 from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
 from domain.identifiers import TabularName, tabular_claim_id
-from domain.locations import check_scheme_allowed, is_inside, normalize_location
+from domain.locations import Location
 from domain.metadata_state import Metadata
 from domain.properties import reject_secret_properties
 from domain.table_metadata import metadata_file_version
@@ -67,7 +67,7 @@ class ViewCommands(TableCommands):
         )
 
     def _new_view_file(self, metadata: Metadata, version: int) -> str:
-        return f"{metadata_dir(metadata)}/{view_metadata_file_name(version, str(uuid4()))}"
+        return str(metadata_dir(metadata).child(view_metadata_file_name(version, str(uuid4()))))
 
     # -- create / register -----------------------------------------------------------------
     def create_view(
@@ -138,15 +138,8 @@ class ViewCommands(TableCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_view_claim(warehouse_id, name)
-            check_scheme_allowed(warehouse.storage_profile, metadata_location)
-            if not is_inside(metadata_location, warehouse.base_location):
-                raise BadRequestError(
-                    f"Metadata location {metadata_location} is not inside the warehouse"
-                )
             file_io = self.file_io(warehouse.storage_profile)
-            metadata = self.load_metadata(metadata_location, file_io)
-            if "view-uuid" not in metadata or not isinstance(metadata.get("location"), str):
-                raise BadRequestError(f"Not an Iceberg view metadata file: {metadata_location}")
+            metadata = self.load_registered(warehouse, metadata_location, file_io, "view")
             reject_secret_properties(metadata.get("properties", {}), "View")
             self._check_location(warehouse, metadata["location"])
             view = View.create(
@@ -156,7 +149,7 @@ class ViewCommands(TableCommands):
                 namespace_id=ns.id,
                 namespace=name.namespace.as_list(),
                 name=name.name,
-                location=normalize_location(metadata["location"]),
+                location=str(Location.parse(metadata["location"], "view location")),
                 metadata_location=metadata_location,
                 metadata=metadata,
                 actor=ctx.actor,

@@ -5,15 +5,39 @@ from __future__ import annotations
 from typing import Any, Protocol
 from uuid import UUID
 
+from domain.errors import BadRequestError
+from domain.locations import Location
+
+
+class OutsideStorageError(BadRequestError):
+    """A location outside the storage a FileIO serves: it is never read, written or deleted."""
+
+
+class UnreadableFileError(Exception):
+    """A file that exists but is not read: not a regular file, a symbolic link, too large,
+    too slow, or refused by the store. `reason` is for the server log, never for clients
+    (the same answer for every cause keeps the storage from being probed)."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
 
 class FileIO(Protocol):
-    """Object storage for one warehouse: metadata files are written and read through it."""
+    """Object storage for one warehouse, confined to its root: a location outside it is an
+    OutsideStorageError before any I/O. Metadata files are written and read through it."""
+
+    @property
+    def root(self) -> Location:
+        """The warehouse's base location; nothing outside it is touched."""
 
     def write_new(self, location: str, data: bytes) -> None:
         """Write a file that must not exist yet (metadata file names are unique)."""
 
     def read(self, location: str) -> bytes:
-        """Read a whole file; raises FileNotFoundError when absent."""
+        """Read a whole regular file, bounded in size and time; FileNotFoundError when it is
+        absent, UnreadableFileError when it is there but not read."""
 
     def delete(self, location: str) -> bool:
         """Delete a file; returns False when it was already gone."""

@@ -111,6 +111,11 @@ class CatalogQueries:
         rows = self.rows(self._WAREHOUSE + " WHERE project_id = ? ORDER BY name", (project_id,))
         return [self._warehouse(r) for r in rows]
 
+    def live_warehouse_profiles(self) -> dict[str, dict[str, Any]]:
+        """Every live warehouse's storage profile by id, in every project."""
+        rows = self.rows("SELECT id, storage_profile FROM icelog_warehouses")
+        return {str(r[0]): orjson.loads(r[1]) for r in rows}
+
     def warehouse(self, warehouse_id: str) -> dict[str, Any] | None:
         r = self.row(self._WAREHOUSE + " WHERE id = ?", (warehouse_id,))
         return self._warehouse(r) if r else None

@@ -32,6 +32,7 @@ import typing
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from api.audit import Chainer
 from api.publishing import LogAccess
 from api.services import Services
 from api.settings import PublishSettings, Settings
+from domain.errors import ServiceUnavailableError
 from domain.identifiers import NamespaceName, namespace_id
 from publishers.cloud_events import to_cloud_event, to_json
 from publishers.context import ContextResolver
@@ -353,12 +355,11 @@ def run_scenario(cat: Catalog) -> None:
         f"/warehouse/{wh}/delete-profile",
         {"delete-profile": {"type": "soft", "expiration-seconds": 1}},
     )
-    # (a) Dropped with purge: expires, then its purge runs. The engine's manifest list is
-    #     unreadable at first, so the first purge attempt fails and is retried.
+    # (a) Dropped with purge: expires, then its purge runs. The storage is out at first
+    #     (as an S3 store answering 503 would be), so the first purge attempt fails and is
+    #     retried.
     cat.create_table("sales", "clicks")
     cat.append("sales", "clicks", 2001, None)
-    clicks = cat.rest("GET", "/namespaces/sales/tables/clicks")["metadata"]
-    broken = Path(clicks["snapshots"][0]["manifest-list"].removeprefix("file://"))
     cat.rest("DELETE", "/namespaces/sales/tables/clicks", params={"purgeRequested": "true"})
     # (b) Dropped, then undropped (its expiration task is cancelled).
     cat.create_table("sales", "staging")
@@ -380,9 +381,8 @@ def run_scenario(cat: Catalog) -> None:
     cat.rest("DELETE", "/namespaces/sales/views/weekly")
 
     wait_until_due(1)
-    broken.write_bytes(b"not an avro file")
-    cat.run_tasks()  # expirations succeed; the purge they schedule fails once
-    broken.unlink()  # the engine's file is gone for good: the purge now succeeds
+    with storage_outage(cat.services.catalog):
+        cat.run_tasks()  # expirations succeed; the purge they schedule fails once
     wait_until_due(cat.services.settings.task_retry_backoff_seconds)
     cat.run_tasks()
 
@@ -530,6 +530,31 @@ def collect_events(workdir: Path) -> list[dict[str, Any]]:
         services.close()
 
 
+@contextmanager
+def storage_outage(catalog: Any) -> Iterator[None]:
+    """Deletes fail while inside, as they do when an S3 store answers 503."""
+
+    class Unavailable:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+            self.root = inner.root
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+        def delete(self, location: str) -> bool:
+            raise ServiceUnavailableError(
+                f"Storage error: could not delete {location}: SlowDown (HTTP 503)"
+            )
+
+    real = catalog.file_io
+    catalog.file_io = lambda profile: Unavailable(real(profile))
+    try:
+        yield
+    finally:
+        catalog.file_io = real
+
+
 # -------------------------------------------------------------------------------------------
 # What the events mean (from the class docstrings and the commands that append them)
 # -------------------------------------------------------------------------------------------
@@ -592,6 +617,13 @@ AGGREGATES: dict[str, tuple[str, str]] = {
     "server": (
         "Server (internal)",
         "The catalog server itself: one stream, one event.",
+    ),
+    "storage-roots": (
+        "Storage roots (internal)",
+        "One stream for the whole catalog: the storage root of every live warehouse, in "
+        "every project, so that no two warehouses share storage (ADR 0011). Always appended "
+        "together with the warehouse event that claims or frees a root; consumers can ignore "
+        "these.",
     ),
 }
 
@@ -821,6 +853,17 @@ WHEN: dict[str, str] = {
         "The catalog was bootstrapped: once per database, at the first start of "
         "`icelog serve` (actor `system`), or by `POST /management/v1/bootstrap`."
     ),
+    "icelog.storage-roots.started.v1": (
+        "The registry of warehouse roots began, with the first warehouse created after it "
+        "existed; it holds the roots of the warehouses that were already there."
+    ),
+    "icelog.storage-roots.root-claimed.v1": (
+        "A warehouse was created: its storage root, which overlaps no other warehouse's. "
+        "Appended with `warehouse.created`."
+    ),
+    "icelog.storage-roots.root-released.v1": (
+        "A warehouse was deleted: its root is free again. Appended with `warehouse.deleted`."
+    ),
 }
 
 # Meaning of data fields: per event type, falling back to the shared meanings below.
@@ -1016,6 +1059,12 @@ FIELDS: dict[str, dict[str, str]] = {
     },
     "icelog.server.bootstrapped.v1": {
         "is-operator": "Whether the bootstrapping user asked to be the operator.",
+    },
+    "icelog.storage-roots.started.v1": {
+        "roots": "Warehouse id → storage root (`file:///…` resolved, or `s3://bucket/prefix`).",
+    },
+    "icelog.storage-roots.root-claimed.v1": {
+        "location": "The warehouse's storage root (a `file` root as the system resolves it).",
     },
 }
 

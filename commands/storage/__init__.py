@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 from uuid import UUID
 
 from commands.storage.local import LocalFileIO, check_writable_directory
-from commands.storage.s3 import S3Access, S3FileIO
+from commands.storage.s3 import S3Access, S3FileIO, client_for
 from commands.storage.s3_profile import (
     normalize_s3_credential,
     normalize_s3_profile,
@@ -16,13 +19,24 @@ from commands.storage.s3_profile import (
 )
 from commands.storage.vending import CredentialVendor
 from domain.errors import BadRequestError, CatalogError, ServiceUnavailableError
-from domain.locations import normalize_location
+from domain.locations import Location
 from domain.ports import FileIO, SecretVault
 
-_LOCAL = LocalFileIO()
-# boto3 clients are thread-safe and slow to build (tens of ms): one per credential.
-_S3_IOS: dict[tuple[Any, ...], S3FileIO] = {}
-_S3_LOCK = threading.Lock()
+
+@dataclass(frozen=True)
+class StorageLimits:
+    """What one read may cost: bytes (ICELOG_MAX_METADATA_FILE_MB) and seconds."""
+
+    max_read_bytes: int = 64 << 20
+    read_timeout_s: float = 30.0
+
+
+# FileIOs by (profile settings, limits). boto3 clients are thread-safe and slow to build
+# (tens of ms): one per credential and endpoint; local ones resolve their root once.
+_IOS: dict[tuple[Any, ...], FileIO] = {}
+_S3_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_LOCK = threading.Lock()
+_MAX_CACHED = 1024
 
 
 def credential_for(profile: dict[str, Any], vault: SecretVault | None) -> dict[str, Any]:
@@ -43,26 +57,59 @@ def access_for(profile: dict[str, Any], vault: SecretVault | None) -> S3Access:
     return s3_access(profile, credential_for(profile, vault))
 
 
-def file_io_for(storage_profile: dict[str, Any], vault: SecretVault | None = None) -> FileIO:
-    """The FileIO that serves a warehouse's storage profile."""
+def file_io_for(
+    storage_profile: dict[str, Any],
+    vault: SecretVault | None = None,
+    limits: StorageLimits = StorageLimits(),
+) -> FileIO:
+    """The FileIO that serves a warehouse's storage profile, confined to its base location."""
     kind = storage_profile.get("type")
-    if kind == "file":
-        return _LOCAL
-    if kind == "s3":
-        key = (
-            storage_profile.get("credential-id"),
-            storage_profile.get("region"),
-            storage_profile.get("endpoint"),
-            storage_profile.get("path-style-access"),
-        )
-        with _S3_LOCK:
-            found = _S3_IOS.get(key)
-        if found is None:
-            found = S3FileIO(access_for(storage_profile, vault))
-            with _S3_LOCK:
-                _S3_IOS[key] = found
+    if kind not in ("file", "s3"):
+        raise BadRequestError(f"Unsupported storage profile type: {kind!r}")
+    base = str(storage_profile.get("base-location"))
+    connection = (
+        storage_profile.get("credential-id"),
+        storage_profile.get("region"),
+        storage_profile.get("endpoint"),
+        storage_profile.get("path-style-access"),
+    )
+    key = (kind, base, *connection, limits)
+    with _LOCK:
+        found = _IOS.get(key)
+    if found is not None:
         return found
-    raise BadRequestError(f"Unsupported storage profile type: {kind!r}")
+    root = Location.parse(base, "storage base-location")
+    if kind == "file":
+        found = LocalFileIO(root, limits.max_read_bytes)
+    else:
+        with _LOCK:
+            client = _S3_CLIENTS.get(connection)
+        if client is None:
+            client = client_for(access_for(storage_profile, vault))
+            with _LOCK:
+                client = _S3_CLIENTS.setdefault(connection, client)
+        found = S3FileIO(
+            client,
+            root,
+            max_read_bytes=limits.max_read_bytes,
+            read_timeout_s=limits.read_timeout_s,
+        )
+    with _LOCK:
+        if len(_IOS) >= _MAX_CACHED:
+            _IOS.clear()
+        _IOS[key] = found
+    return found
+
+
+def storage_root(profile: dict[str, Any]) -> Location:
+    """Where a warehouse's storage really is, for telling whether two warehouses overlap:
+    a `file` root as the system resolves it (links followed), an S3 root as bucket + prefix."""
+    base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
+    if base.scheme == "file":
+        return Location.parse(
+            os.path.realpath(base.path), "storage-profile.base-location", encoded_separators=True
+        )
+    return base
 
 
 def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None) -> None:
@@ -79,8 +126,41 @@ def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None
         raise BadRequestError(f"Storage validation failed: {exc.message}") from None
 
 
+@dataclass(frozen=True)
+class StoragePolicy:
+    """Where warehouses may live, from settings: `file` warehouses only below one of
+    `file_roots` (ICELOG_FILE_WAREHOUSE_ROOTS), S3 endpoints only on `s3_endpoint_hosts`
+    (ICELOG_S3_ENDPOINT_HOSTS). Empty: no restriction."""
+
+    file_roots: tuple[Location, ...] = ()
+    s3_endpoint_hosts: tuple[str, ...] = ()
+
+    def check_file_root(self, base: Location) -> None:
+        if self.file_roots and not any(root.contains(base) for root in self.file_roots):
+            raise BadRequestError(
+                f"storage-profile.base-location {base} is not below an allowed warehouse root "
+                "(ICELOG_FILE_WAREHOUSE_ROOTS)"
+            )
+
+    def check_endpoint(self, key: str, url: str | None) -> None:
+        if url is None or not self.s3_endpoint_hosts:
+            return
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        with_port = f"{host}:{parts.port}" if parts.port is not None else host
+        if host not in self.s3_endpoint_hosts and with_port not in self.s3_endpoint_hosts:
+            raise BadRequestError(
+                f"storage-profile.{key} is not an allowed S3 endpoint host "
+                "(ICELOG_S3_ENDPOINT_HOSTS)"
+            )
+
+
 def validate_storage_profile(
-    profile: object, credential: object = None, *, check_access: bool = True
+    profile: object,
+    credential: object = None,
+    *,
+    check_access: bool = True,
+    policy: StoragePolicy = StoragePolicy(),
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Normalise a storage profile (and its credential) from the management API and
     check the storage works. Returns the profile to store and the credential to seal."""
@@ -89,6 +169,8 @@ def validate_storage_profile(
     kind = profile.get("type")
     if kind == "s3":
         normalized = normalize_s3_profile(profile)
+        policy.check_endpoint("endpoint", normalized["endpoint"])
+        policy.check_endpoint("sts-endpoint", normalized["sts-endpoint"])
         sealed = normalize_s3_credential(credential)
         if check_access:
             access = s3_access(normalized, sealed)
@@ -100,12 +182,15 @@ def validate_storage_profile(
         raise BadRequestError(f"Unsupported storage-profile type {kind!r}; supported: file, s3")
     if credential is not None:
         raise BadRequestError("A file storage profile takes no storage-credential")
-    base = profile.get("base-location")
-    if not isinstance(base, str) or not base.startswith(("file:", "/")):
+    unknown = sorted(set(profile) - {"type", "base-location"})
+    if unknown:
+        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
+    if base.scheme != "file" or not base.segments:
         raise BadRequestError(
             "storage-profile.base-location must be a file:///<absolute directory> URI"
         )
-    normalized = {"type": "file", "base-location": normalize_location(base)}
+    policy.check_file_root(base)
     if check_access:
-        check_writable_directory(normalized["base-location"])
-    return normalized, None
+        check_writable_directory(base)
+    return {"type": "file", "base-location": str(base)}, None

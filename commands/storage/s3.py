@@ -8,25 +8,25 @@ Credentials are handed in by the caller and never appear in errors raised from h
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
-
-S3_SCHEMES = ("s3", "s3a", "s3n")
+from domain.locations import Location
+from domain.ports import OutsideStorageError, UnreadableFileError
 
 
 def split_location(location: str) -> tuple[str, str]:
-    """`s3://bucket/a/b` (or s3a://, s3n://) → (`bucket`, `a/b`)."""
-    parsed = urlparse(location)
-    if parsed.scheme not in S3_SCHEMES or not parsed.netloc:
+    """`s3://bucket/a/b` (or s3a://, s3n://) → (`bucket`, `a/b`), parsed by `Location`."""
+    parsed = Location.parse(location, encoded_separators=True)
+    if parsed.scheme != "s3":
         raise BadRequestError(f"Not an S3 location: {location}")
-    return parsed.netloc, parsed.path.lstrip("/")
+    return parsed.authority, parsed.key
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,39 @@ _MISSING = ("NoSuchKey", "404", "NotFound")
 
 
 class S3FileIO:
-    def __init__(self, access: S3Access) -> None:
-        self._client = client_for(access)
+    """Objects below one `s3://bucket/prefix`: locations outside it are refused before any
+    request; reads are bounded in size (a ranged GET) and in time (a deadline on the body)."""
+
+    def __init__(
+        self,
+        client: Any,
+        root: Location,
+        *,
+        max_read_bytes: int = 64 << 20,
+        read_timeout_s: float = 30.0,
+    ) -> None:
+        """`client`: a boto3 S3 client (`client_for`), shared by the warehouses that use
+        the same credential and endpoint."""
+        if root.scheme != "s3":
+            raise BadRequestError(f"Not an S3 location: {root}")
+        self._client = client
+        self._root = root
+        self._max_read_bytes = max_read_bytes
+        self._read_timeout_s = read_timeout_s
+
+    @property
+    def root(self) -> Location:
+        return self._root
+
+    def _object(self, location: str) -> tuple[str, str]:
+        """(bucket, key) of a location inside the root; OutsideStorageError otherwise."""
+        parsed = Location.parse(location, encoded_separators=True)
+        if not self._root.contains(parsed) or not parsed.key:
+            raise OutsideStorageError(f"Location {location} is outside the warehouse {self._root}")
+        return parsed.authority, parsed.key
 
     def write_new(self, location: str, data: bytes) -> None:
-        bucket, key = split_location(location)
+        bucket, key = self._object(location)
         try:
             self._client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
         except ClientError as exc:
@@ -97,19 +125,41 @@ class S3FileIO:
             raise _storage_failure("write", location, exc) from None
 
     def read(self, location: str) -> bytes:
-        bucket, key = split_location(location)
+        bucket, key = self._object(location)
+        limit = self._max_read_bytes
+        deadline = time.monotonic() + self._read_timeout_s
         try:
-            body: bytes = self._client.get_object(Bucket=bucket, Key=key)["Body"].read()
+            # One byte more than allowed: receiving it means the object is too large.
+            found = self._client.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{limit}")
         except ClientError as exc:
-            if _code(exc) in _MISSING:
+            code = _code(exc)
+            if code in _MISSING:
                 raise FileNotFoundError(location) from None
+            if code == "InvalidRange":  # a ranged GET of an empty object
+                return b""
             raise _storage_failure("read", location, exc) from None
         except BotoCoreError as exc:
             raise _storage_failure("read", location, exc) from None
-        return body
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in found["Body"].iter_chunks(1 << 20):
+                size += len(chunk)
+                if size > limit:
+                    raise UnreadableFileError(location, f"larger than {limit} bytes")
+                if time.monotonic() > deadline:
+                    raise UnreadableFileError(
+                        location, f"not read within {self._read_timeout_s:g} s"
+                    )
+                chunks.append(chunk)
+        except (BotoCoreError, OSError) as exc:
+            raise _storage_failure("read", location, exc) from None
+        finally:
+            found["Body"].close()
+        return b"".join(chunks)
 
     def exists(self, location: str) -> bool:
-        bucket, key = split_location(location)
+        bucket, key = self._object(location)
         try:
             self._client.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
@@ -125,7 +175,7 @@ class S3FileIO:
         so that purge can still count what was already gone."""
         if not self.exists(location):
             return False
-        bucket, key = split_location(location)
+        bucket, key = self._object(location)
         try:
             self._client.delete_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from commands.group_commit import ConcurrentChange
+from domain.ports import FileIO
 from tests.integration.conftest import Api, create_table
 
 
@@ -65,7 +66,7 @@ def test_a_commit_that_landed_is_acknowledged(api: Api, monkeypatch: pytest.Monk
     assert loaded["metadata-location"] == location
     assert loaded["metadata"]["current-snapshot-id"] == 7
     # The file of the commit that happened is still there.
-    assert api.services.catalog.file_io({"type": "file"}).exists(location)
+    assert _file_io(api).exists(location)
 
 
 def test_a_transaction_that_landed_is_acknowledged(
@@ -89,4 +90,9 @@ def test_a_transaction_that_landed_is_acknowledged(
     for name in "ab":
         loaded = api.get(f"/namespaces/db/tables/{name}").json()
         assert loaded["metadata"]["properties"]["k"] == "v"
-        assert api.services.catalog.file_io({"type": "file"}).exists(loaded["metadata-location"])
+        assert _file_io(api).exists(loaded["metadata-location"])
+
+
+def _file_io(api: Api) -> FileIO:
+    catalog = api.services.catalog
+    return catalog.file_io(catalog.storage_profile(api.services.warehouse_for_prefix(api.prefix)))

@@ -10,6 +10,7 @@ import pytest
 from commands.storage.purge import purge_files
 from commands.storage.s3 import S3Access, S3FileIO, client_for, split_location
 from domain.errors import BadRequestError, ConflictError
+from domain.locations import Location
 from tests.support.moto_server import moto_s3
 
 SECRET = "s3cr3t-value-never-shown"
@@ -38,7 +39,7 @@ def test_locations_are_parsed_with_their_aliases() -> None:
 
 
 def test_write_read_exists_delete(access: S3Access) -> None:
-    io = S3FileIO(access)
+    io = S3FileIO(client_for(access), Location.parse("s3://lake"))
     location = "s3://lake/wh/db/t/metadata/00000-a.metadata.json"
     assert not io.exists(location)
     io.write_new(location, b'{"format-version": 2}')
@@ -54,7 +55,7 @@ def test_write_read_exists_delete(access: S3Access) -> None:
 
 
 def test_purge_counts_deleted_and_missing_objects(access: S3Access) -> None:
-    io = S3FileIO(access)
+    io = S3FileIO(client_for(access), Location.parse("s3://lake"))
     paths = [f"s3://lake/wh/db/p/data/{n}.parquet" for n in range(5)]
     for path in paths[:3]:
         io.write_new(path, b"x")
@@ -64,7 +65,7 @@ def test_purge_counts_deleted_and_missing_objects(access: S3Access) -> None:
 
 def test_the_secret_never_shows_in_reprs_or_errors(access: S3Access, tmp_path: Path) -> None:
     assert SECRET not in repr(access)
-    io = S3FileIO(access)
+    io = S3FileIO(client_for(access), Location.parse("s3://no-such-bucket"))
     with pytest.raises(Exception) as raised:
         io.write_new("s3://no-such-bucket/x", b"x")
     assert SECRET not in str(raised.value)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import posixpath
+from urllib.parse import unquote
 from uuid import UUID
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.errors import BadRequestError
 from domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
 from domain.locations import (
+    Location,
     check_scheme_allowed,
     default_table_location,
     is_inside,
@@ -32,8 +37,9 @@ def test_containment_is_by_path_segment_not_prefix() -> None:
 
 def test_default_location_is_unique_and_path_safe() -> None:
     tid = UUID("12345678123456781234567812345678")
-    loc = default_table_location("file:///w/", NamespaceName(("a b", "c/d")), "t:1", tid)
-    assert loc == f"file:///w/a_b/c_d/t_1-{tid.hex}"
+    base = Location.parse("file:///w/")
+    loc = default_table_location(base, NamespaceName(("a b", "c/d")), "t:1", tid)
+    assert str(loc) == f"file:///w/a_b/c_d/t_1-{tid.hex}"
 
 
 def test_derived_ids_separate_names_warehouses_and_levels() -> None:
@@ -69,3 +75,114 @@ def test_hadoop_s3_schemes_are_one_place_and_need_permission() -> None:
     check_scheme_allowed({}, "s3://lake/wh/t")
     with pytest.raises(BadRequestError, match="alternative protocol"):
         check_scheme_allowed({"allow-alternative-protocols": False}, "s3n://lake/wh/t")
+
+
+# -- the Location type against hostile input ------------------------------------------------
+
+WAREHOUSE = Location.parse("file:///srv/lake/wh")
+BUCKET_ROOT = Location.parse("s3://lake/wh")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "file:///srv/lake/wh/../../etc/passwd",
+        "file:///srv/lake/wh/./t",
+        "file:///srv/lake/wh/%2e%2e/x",
+        "file:///srv/lake/wh/%2E%2e/x",
+        "file:///srv/lake/wh/..%2fx",
+        "file:///srv/lake/wh/a%2F..%2F..%2Fx",
+        "file:///srv/lake/wh/a%5C..",
+        "file:///srv/lake/wh//t",
+        "file:///srv/lake/wh/t%00x",
+        "file:///srv/lake/wh/t\x00x",
+        "file:///srv/lake/wh/t\nx",
+        "file:///srv/lake/wh/t?x=/../../y",
+        "file:///srv/lake/wh/t#/../y",
+        "file:///srv/lake/wh\\..\\x",
+        "file://evil.example/srv/lake/wh/t",
+        "file:relative/path",
+        "//srv/lake/wh",
+        "relative/wh",
+        "hdfs://nn/srv/lake/wh",
+        "s3://lake/wh/../other",
+        "s3://lake/wh/%2e%2e/other",
+        "s3://LA..KE/x",
+        "s3:///wh",
+        "s3://user@lake/wh",
+        f"file:///srv/lake/wh/{'x' * 256}",
+        f"s3://lake/wh/{'k' * 1100}",
+        "",
+        "   ",
+    ],
+)
+def test_hostile_locations_are_refused(text: str) -> None:
+    with pytest.raises(BadRequestError):
+        Location.parse(text)
+
+
+def test_encoded_separators_are_literal_only_where_allowed() -> None:
+    # Iceberg writes a partition value's '/' as %2F: a file a table's metadata names.
+    named = "s3://lake/wh/t/data/url=a%2Fb/0.parquet"
+    assert BUCKET_ROOT.contains(Location.parse(named, encoded_separators=True))
+    with pytest.raises(BadRequestError):
+        Location.parse(named)  # never in a location a client chooses for a table
+    with pytest.raises(BadRequestError):
+        Location.parse("s3://lake/wh/t/..%2F..%2Fx", encoded_separators=True)
+
+
+def test_spellings_of_one_place_are_equal_and_canonical() -> None:
+    spellings = ["file:/srv/lake/wh/", "file:///srv/lake/wh", "/srv/lake/wh/"]
+    spellings += ["FILE:///srv/lake/wh", "file://localhost/srv/lake/wh"]
+    assert {str(Location.parse(s)) for s in spellings} == {"file:///srv/lake/wh"}
+    assert Location.parse("s3a://lake/wh/t") == Location.parse("s3://lake/wh/t/")
+    assert Location.parse("S3://lake/wh").scheme == "s3"
+
+
+def test_containment_is_by_whole_segments_and_scheme_and_bucket() -> None:
+    assert WAREHOUSE.contains(Location.parse("file:///srv/lake/wh/t"))
+    assert WAREHOUSE.contains(WAREHOUSE)
+    assert not WAREHOUSE.contains(Location.parse("file:///srv/lake/wh2/t"))
+    assert not WAREHOUSE.contains(Location.parse("file:///srv/lake"))
+    assert not BUCKET_ROOT.contains(Location.parse("s3://lake2/wh/t"))
+    assert not BUCKET_ROOT.contains(Location.parse("s3://lake/w%68/t"))  # encoded: other key
+    assert not BUCKET_ROOT.contains(Location.parse("file:///lake/wh/t"))
+    assert BUCKET_ROOT.overlaps(Location.parse("s3://lake"))
+
+
+def test_names_never_become_dot_or_overlong_segments() -> None:
+    tid = UUID(int=7)
+    for level in ("..", ".", "...", "a/../..", "\u2024\u2024"):
+        loc = default_table_location(WAREHOUSE, NamespaceName((level, "..")), "..", tid)
+        assert WAREHOUSE.contains(loc) and all(s.strip(".") for s in loc.segments)
+    long = default_table_location(WAREHOUSE, NamespaceName(("n" * 500,)), "t" * 900, tid)
+    assert all(len(s) <= 100 for s in long.segments)
+
+
+# Segments built from the pieces attacks are made of: dots, separators and their encodings.
+PIECES = [*"ab./\\%2eEfF5cC0?#:@ \x00\n", "%2e", "%2E", "%2f", "%2F", "%5c", "..", "%252e"]
+SEGMENT = st.lists(st.sampled_from(PIECES), max_size=6).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(SEGMENT, max_size=6), scheme=st.sampled_from(["file://", "s3://lake", ""]))
+def test_no_parsed_location_escapes_its_base_under_either_reading(
+    parts: list[str], scheme: str
+) -> None:
+    """Whatever text a client sends below a base: either it is refused, or it lies inside
+    the base both as written and once every segment is percent-decoded."""
+    base = WAREHOUSE if scheme != "s3://lake" else BUCKET_ROOT
+    prefix = str(base)
+    text = prefix + "/" + "/".join(parts)
+    for encoded_separators in (False, True):
+        try:
+            parsed = Location.parse(text, encoded_separators=encoded_separators)
+        except BadRequestError:
+            continue
+        if not base.contains(parsed):
+            continue  # refused by the containment check, not an escape
+        raw = posixpath.normpath(parsed.path if parsed.scheme == "file" else "/" + parsed.key)
+        decoded = posixpath.normpath(unquote(raw).replace("\\", "/"))
+        root = base.path if base.scheme == "file" else "/" + base.key
+        for reading in (raw, decoded):
+            assert reading == root or reading.startswith(root + "/"), (text, reading)

@@ -10,6 +10,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from commands.storage.local import LocalFileIO
 from commands.storage.purge import purge_files, reachable_files
+from domain.locations import Location
 
 
 def test_reachable_files_of_a_pyiceberg_table_are_exactly_its_files(tmp_path: Path) -> None:
@@ -24,8 +25,11 @@ def test_reachable_files_of_a_pyiceberg_table_are_exactly_its_files(tmp_path: Pa
     neighbour = tmp_path / "db" / "t_neighbour.txt"
     neighbour.write_text("not part of the table")
     metadata = json.loads(Path(table.metadata_location[len("file://") :]).read_text())
-    io = LocalFileIO()
-    paths = reachable_files(metadata, table.metadata_location, io)
+    io = LocalFileIO(Location.parse(f"file://{tmp_path}"))
+    table_location = Location.parse(metadata["location"])
+    plan = reachable_files(metadata, table.metadata_location, io, table_location=table_location)
+    assert plan.skipped == {}
+    paths = plan.paths
     on_disk = {p for p in (tmp_path / "db" / "t").rglob("*") if p.is_file()}
     assert {Path(p.replace("file://", "")) for p in paths} == on_disk
     # Data files come before the metadata that leads to them.
