@@ -223,9 +223,12 @@ class CatalogBase(Application[UUID]):
             data = gzip.compress(data, mtime=0)
         file_io.write_new(location, data)
 
-    def load_metadata(self, location: str, file_io: FileIO) -> dict[str, Any]:
-        """A metadata document by location (immutable, so cached without expiry)."""
-        cached = self.metadata_cache.get(location)
+    def load_metadata(
+        self, location: str, file_io: FileIO, *, fresh: bool = False
+    ) -> dict[str, Any]:
+        """A metadata document by location (immutable once the catalog names it, so cached
+        without expiry); `fresh` reads the file as it is now (register)."""
+        cached = None if fresh else self.metadata_cache.get(location)
         if cached is not None:
             return cached
         try:
@@ -249,7 +252,7 @@ class CatalogBase(Application[UUID]):
         large, too slow, not JSON, not `is_metadata` — so that registering cannot probe
         the storage. The reason goes to the server log."""
         try:
-            metadata = self.load_metadata(location, file_io)
+            metadata = self.load_metadata(location, file_io, fresh=True)
             if is_metadata(metadata):
                 return metadata
             reason = "not Iceberg metadata of the expected kind"

@@ -9,6 +9,7 @@ from uuid import UUID
 from commands.audit import AuditCommands
 from domain.errors import CatalogError
 from domain.metadata_fold import fold
+from domain.ports import UnreadableFileError
 from domain.table import Table
 from domain.view import View
 from domain.warehouse import Warehouse
@@ -59,6 +60,10 @@ class VerifyCommands(AuditCommands):
             raw = file_io.read(folded.metadata_location)
         except FileNotFoundError:
             return {**result, "status": "missing", "detail": "the metadata file does not exist"}
+        except UnreadableFileError as exc:
+            return {**result, "status": "unreadable", "detail": exc.reason}
+        except CatalogError as exc:  # outside the warehouse (a legacy location), or storage down
+            return {**result, "status": "unreadable", "detail": exc.message}
         try:
             document = self.parse_metadata(raw, folded.metadata_location)
         except CatalogError as exc:

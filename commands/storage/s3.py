@@ -8,6 +8,7 @@ Credentials are handed in by the caller and never appear in errors raised from h
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -67,14 +68,28 @@ def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+# AWS error codes are words (AccessDenied, NoSuchBucket, InvalidAccessKeyId); a bare HTTP
+# status as the code means the answer was not an AWS error document.
+_AWS_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9.]*$")
+
+
+def failure_reason(exc: Exception, service: str = "S3") -> str:
+    """What went wrong: the error code when an S3 (or STS) service answered, else one phrase
+    for every other failure — a refused connection, a timeout, a name that does not resolve,
+    a web server that is not S3 — so that a storage check cannot map a network
+    (docs/security.md). Never anything that could be a secret."""
+    if isinstance(exc, ClientError):
+        code = _code(exc)
+        if _AWS_CODE.fullmatch(code):
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return f"{code} (HTTP {status})"
+    return f"no {service} service answered at the endpoint"
+
+
 def _storage_failure(action: str, location: str, exc: Exception) -> ServiceUnavailableError:
     """A store that refuses or cannot be reached is a 503 naming the object and the S3
     error code (never a credential); the command that needed it fails cleanly."""
-    if isinstance(exc, ClientError):
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        reason = f"{_code(exc) or 'error'} (HTTP {status})"
-    else:
-        reason = type(exc).__name__
+    reason = failure_reason(exc)
     return ServiceUnavailableError(f"Storage error: could not {action} {location}: {reason}")
 
 

@@ -15,9 +15,10 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
-from commands.storage.s3 import S3Access, client_for, split_location
+from commands.storage.s3 import S3Access, client_for, failure_reason, split_location
 from domain.errors import BadRequestError
 from domain.identifiers import reject_control_characters
+from domain.locations import Location
 
 # Fields a profile may carry. Lakekeeper fields icelog does not act on yet are refused,
 # so that a setting never silently does nothing.
@@ -137,6 +138,8 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
             "credential vending on AWS"
         )
     base = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+    # The same rules as every other location (no encoded dots, lengths, characters).
+    base = str(Location.parse(base, "storage-profile.key-prefix"))
     return {
         "type": "s3",
         "bucket": bucket,
@@ -199,15 +202,6 @@ def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3A
     )
 
 
-def _reason(exc: Exception) -> str:
-    """What went wrong, without anything that could be a secret."""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return f"{error.get('Code', 'error')} (HTTP {status})"
-    return type(exc).__name__
-
-
 def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
     """Write, read, list and delete one object below the base location, as Lakekeeper
     does at warehouse creation; the error names the step that failed."""
@@ -220,7 +214,7 @@ def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
     try:
         client = client_for(access, quick=True)
     except (BotoCoreError, ValueError) as exc:
-        raise BadRequestError(f"Storage validation failed: {_reason(exc)}") from None
+        raise BadRequestError(f"Storage validation failed: {failure_reason(exc)}") from None
     payload = b"icelog storage probe"
     step = "write"
     try:
@@ -235,6 +229,7 @@ def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
         step = "delete"
         client.delete_object(Bucket=bucket, Key=key)
     except (ClientError, BotoCoreError) as exc:
+        reason = failure_reason(exc)
         raise BadRequestError(
-            f"Storage validation failed: could not {step} s3://{bucket}/{key}: {_reason(exc)}"
+            f"Storage validation failed: could not {step} s3://{bucket}/{key}: {reason}"
         ) from None

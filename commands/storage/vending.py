@@ -26,7 +26,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from commands.storage.s3 import S3Access, split_location
+from commands.storage.s3 import S3Access, failure_reason, split_location
 from domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
@@ -140,15 +140,6 @@ def _partition(role_arn: str) -> str:
     return parts[1] if len(parts) > 1 and parts[1] else "aws"
 
 
-def _sts_failure(exc: Exception) -> str:
-    """What went wrong, naming only the error code: never the request or response body."""
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "error")
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return f"{code} (HTTP {status})"
-    return type(exc).__name__
-
-
 def boto3_assume_role(
     access: S3Access, endpoint: str | None, region: str, params: Mapping[str, Any]
 ) -> Mapping[str, Any]:
@@ -168,7 +159,7 @@ def boto3_assume_role(
     except (ClientError, BotoCoreError) as exc:
         raise ServiceUnavailableError(
             f"Could not vend storage credentials: STS AssumeRole at {where} failed: "
-            f"{_sts_failure(exc)}"
+            f"{failure_reason(exc, 'STS')}"
         ) from None
     except KeyError:
         raise ServiceUnavailableError(
