@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from domain.metadata_rules import applying
 from domain.table import Table
 from domain.table_metadata import apply_updates
 from domain.view import View
@@ -27,6 +28,22 @@ class Folded:
     live: bool  # False once dropped (soft-deleted counts as not live)
 
 
+def replay_commit(
+    event: Table.Committed | View.Replaced, previous: dict[str, Any]
+) -> dict[str, Any]:
+    """The document a commit wrote: its updates re-applied to the previous document, at
+    the time and under the metadata rules they were applied with."""
+    with applying(event.rules):
+        if isinstance(event, View.Replaced):
+            return apply_view_updates(previous, event.updates, now_ms=event.applied_at_ms)
+        return apply_updates(
+            previous,
+            event.updates,
+            now_ms=event.applied_at_ms,
+            previous_location=event.previous_metadata_location,
+        )
+
+
 def fold(events: Iterable[Any]) -> Folded | None:
     kind = warehouse = name = location = None
     document: dict[str, Any] = {}
@@ -37,16 +54,8 @@ def fold(events: Iterable[Any]) -> Folded | None:
             warehouse = str(event.warehouse_id)
             name = ".".join([*event.namespace, event.name])
             location, document, live = event.metadata_location, event.metadata, True
-        elif isinstance(event, Table.Committed):
-            document = apply_updates(
-                document,
-                event.updates,
-                now_ms=event.applied_at_ms,
-                previous_location=event.previous_metadata_location,
-            )
-            location = event.metadata_location
-        elif isinstance(event, View.Replaced):
-            document = apply_view_updates(document, event.updates, now_ms=event.applied_at_ms)
+        elif isinstance(event, (Table.Committed, View.Replaced)):
+            document = replay_commit(event, document)
             location = event.metadata_location
         elif isinstance(event, (Table.Renamed, View.Renamed, Table.Undropped, View.Undropped)):
             name = ".".join([*event.namespace, event.name])

@@ -12,12 +12,24 @@ import re
 from typing import Any
 
 from domain.errors import IllegalArgumentError, ValidationError
-from domain.schema_ids import id_to_name, id_to_type, is_primitive, primitive_name
+from domain.metadata_rules import legacy
+from domain.schema_ids import (
+    INT_MAX,
+    brief,
+    id_to_name,
+    id_to_type,
+    is_int32,
+    is_primitive,
+    primitive_name,
+)
 
 PARTITION_DATA_ID_START = 1000
 UNPARTITIONED_LAST_ASSIGNED_ID = PARTITION_DATA_ID_START - 1
 
-_TRANSFORM = re.compile(r"^(identity|year|month|day|hour|void|bucket\[\d+\]|truncate\[\d+\])$")
+_TRANSFORM = re.compile(r"^(identity|year|month|day|hour|void|(bucket|truncate)\[([0-9]+)\])$")
+_LEGACY_TRANSFORM = re.compile(
+    r"^(identity|year|month|day|hour|void|bucket\[\d+\]|truncate\[\d+\])$"
+)
 _DIRECTIONS = ("asc", "desc")
 _NULL_ORDERS = ("nulls-first", "nulls-last")
 
@@ -43,32 +55,57 @@ _TRUNCATABLE = {"int", "long", "decimal", "string", "binary"}
 _NOT_IDENTITY = {"variant", "geometry", "geography", "unknown"}
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _int(value: Any) -> bool:
+    """An id as the rules in force read it: a Java int, or (rules 1) any JSON integer."""
+    if legacy():
+        return isinstance(value, int) and not isinstance(value, bool)
+    return is_int32(value)
 
 
 def normalize_transform(transform: Any) -> str:
-    """Lower-cased canonical transform string; 400 if unknown."""
+    """Lower-cased canonical transform string (`bucket[16]`); 400 if unknown or out of range."""
     if not isinstance(transform, str):
-        raise IllegalArgumentError(f"Cannot parse transform: {json.dumps(transform)}")
+        raise IllegalArgumentError(f"Cannot parse transform: {brief(transform)}")
     norm = re.sub(r"\s+", "", transform.lower())
-    if not _TRANSFORM.match(norm):
+    if legacy():  # rules 1: no argument normalisation or range checks
+        if not _LEGACY_TRANSFORM.match(norm):
+            raise IllegalArgumentError(f"Unsupported transform: {brief(transform)}")
+        return norm
+    match = _TRANSFORM.match(norm)
+    if not match:
         # Java keeps unknown transforms (UnknownTransform) for forward
         # compatibility, but cannot bind them; a server must not accept them.
-        raise IllegalArgumentError(f"Unsupported transform: {transform}")
-    return norm
+        raise IllegalArgumentError(f"Unsupported transform: {brief(transform)}")
+    if match.group(2) is None:
+        return norm
+    name, argument = match.group(2), int(match.group(3))
+    if argument > INT_MAX:
+        # Java Transforms.fromString: Integer.parseInt fails (NumberFormatException).
+        raise IllegalArgumentError(f"Invalid transform argument: {transform} (not an int)")
+    if argument <= 0:
+        # Java Bucket.get / Truncate.get; PyIceberg would divide by zero on write.
+        if name == "bucket":
+            raise IllegalArgumentError(f"Invalid number of buckets: {argument} (must be > 0)")
+        raise IllegalArgumentError(f"Invalid truncate width: {argument} (must be > 0)")
+    return f"{name}[{argument}]"
 
 
 def source_ids(field: dict[str, Any]) -> list[int]:
     """Source column ids of a partition or sort field (`source-id` or v3 `source-ids`)."""
     if "source-ids" in field and field["source-ids"] is not None:
         ids = field["source-ids"]
-        if not isinstance(ids, list) or not ids or not all(_is_int(i) for i in ids):
+        if not isinstance(ids, list) or not ids or not all(_int(i) for i in ids):
             raise IllegalArgumentError(
                 "Cannot parse source-ids: expected a non-empty array of integers"
             )
+        if len(ids) > 1 and not legacy():
+            # No transform Java ships takes several arguments yet, and PyIceberg 0.12
+            # refuses to load such a field ("Multi argument transforms are not yet supported").
+            raise IllegalArgumentError(
+                f"Invalid source-ids: {ids} (multi-argument transforms are not supported)"
+            )
         return list(ids)
-    if not _is_int(field.get("source-id")):
+    if not _int(field.get("source-id")):
         raise IllegalArgumentError("Cannot parse missing int: source-id")
     return [field["source-id"]]
 
@@ -101,24 +138,59 @@ def _check_field_types(
     kind: str, field: dict[str, Any], transform: str, schema: dict[str, Any]
 ) -> None:
     types = id_to_type(schema)
+    parents = _container_parents(schema) if kind == "partition" and not legacy() else {}
     for sid in source_ids(field):
         source_type = types.get(sid)
         if source_type is None:
-            if transform == "void":
-                # Java allows a void field whose source column was dropped (v1 tables).
+            if transform == "void" and (kind == "partition" or legacy()):
+                # Java allows a void field whose source column was dropped (v1 tables);
+                # SortOrder.checkCompatibility has no such exception.
                 continue
             raise ValidationError(f"Cannot find source column for {kind} field: {_show(field)}")
         if not is_primitive(source_type):
             noun = "partition" if kind == "partition" else "sort"
             raise ValidationError(
-                f"Cannot {noun} by non-primitive source field: {json.dumps(source_type)}"
+                f"Cannot {noun} by non-primitive source field: {brief(source_type)}"
             )
         if not _can_transform(transform, source_type):
             raise ValidationError(f"Invalid source type {source_type} for transform: {transform}")
+        if sid in parents and transform != "void":
+            # Java PartitionSpec.checkCompatibility: only structs may enclose a source
+            # (void fields are exempt from its checks).
+            raise ValidationError(f"Invalid partition field parent: {brief(parents[sid])}")
+
+
+def _container_parents(schema: dict[str, Any]) -> dict[int, Any]:
+    """Field id -> the nearest list or map type enclosing it, for fields inside one."""
+    inside: dict[int, Any] = {}
+
+    def walk(type_: Any, container: Any) -> None:
+        if not isinstance(type_, dict):
+            return
+        kind = type_.get("type")
+        if kind == "struct":
+            for f in type_["fields"]:
+                if container is not None:
+                    inside[f["id"]] = container
+                walk(f["type"], container)
+        elif kind == "list":
+            inside[type_["element-id"]] = type_
+            walk(type_["element"], type_)
+        elif kind == "map":
+            inside[type_["key-id"]] = type_
+            inside[type_["value-id"]] = type_
+            walk(type_["key"], type_)
+            walk(type_["value"], type_)
+
+    walk(schema, None)
+    return inside
 
 
 def _show(field: dict[str, Any]) -> str:
-    return json.dumps(field, separators=(",", ":"))
+    try:
+        return json.dumps(field, separators=(",", ":"))
+    except (RecursionError, TypeError, ValueError):
+        return brief(field)
 
 
 def check_spec_compatibility(spec: dict[str, Any], schema: dict[str, Any]) -> None:
@@ -181,7 +253,7 @@ def bind_spec(
         field_id = raw.get("field-id")
         if reassign_field_ids or field_id is None:
             field_id = next_id
-        elif not _is_int(field_id):
+        elif not _int(field_id):
             raise IllegalArgumentError("Cannot parse field-id: not an integer")
         next_id = max(next_id, field_id + 1)
         bound = {k: v for k, v in raw.items() if k not in ("source-id", "source-ids", "field-id")}

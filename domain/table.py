@@ -21,6 +21,7 @@ from domain.lifecycle import (
     apply_soft_dropped,
     apply_undropped,
 )
+from domain.metadata_rules import CURRENT, LEGACY
 from domain.protection import Protectable
 
 
@@ -77,6 +78,15 @@ class Table(Protectable, SoftDeletable, Aggregate):
         previous_metadata_location: str
         metadata_location: str
         applied_at_ms: int
+        # The metadata rules the updates were applied under (domain/metadata_rules.py):
+        # a replay applies the same ones. Events from before the field are rules 1.
+        rules: int
+
+        class_version = 2
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["rules"] = LEGACY
 
         def apply(self, aggregate: Any) -> None:
             aggregate.metadata_location = self.metadata_location
@@ -254,6 +264,7 @@ class Table(Protectable, SoftDeletable, Aggregate):
             previous_metadata_location=self.metadata_location,
             metadata_location=metadata_location,
             applied_at_ms=applied_at_ms,
+            rules=CURRENT,
             actor=actor,
             request_id=request_id,
         )

@@ -14,10 +14,9 @@ from typing import Any
 from domain.errors import IllegalArgumentError
 from domain.schema_ids import (
     assign_fresh_ids,
-    check_compatibility,
     highest_field_id,
     id_to_name,
-    validate_schema,
+    prepare_schema,
 )
 from domain.specs import (
     PARTITION_DATA_ID_START,
@@ -111,12 +110,12 @@ def new_table_metadata(
     if not isinstance(location, str) or not location:
         raise IllegalArgumentError("Invalid table location: expected a non-empty string")
     version = _format_version(properties)
-    validate_schema(schema)
-    check_compatibility(schema, version)
+    # Validated, checked for the format version and normalised like every stored schema.
+    prepared = prepare_schema(schema, version)
 
-    fresh_schema = assign_fresh_ids(schema, 0)
+    fresh_schema = assign_fresh_ids(prepared, 0)
     # Partition and sort fields follow their columns by name into the fresh ids.
-    old_names = id_to_name(schema)
+    old_names = id_to_name(prepared)
     new_ids = {name: fid for fid, name in id_to_name(fresh_schema).items()}
     spec_in = partition_spec or {"fields": []}
     order_in = sort_order or {"fields": []}

@@ -18,6 +18,7 @@ from domain.errors import (
     IllegalArgumentError,
     ValidationError,
 )
+from domain.metadata_rules import legacy
 from domain.metadata_state import (
     DEFAULT_FORMAT_VERSION,
     LAST_ADDED,
@@ -34,7 +35,13 @@ from domain.metadata_state import (
 from domain.metadata_state import (
     is_int as _is_int,
 )
-from domain.schema_ids import check_compatibility, highest_field_id, same_schema, validate_schema
+from domain.schema_ids import (
+    highest_field_id,
+    is_int32,
+    is_int64,
+    prepare_schema,
+    same_schema,
+)
 from domain.specs import (
     PARTITION_DATA_ID_START,
     bind_sort_order,
@@ -85,23 +92,35 @@ def _require_obj(update: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
-# Snapshot fields are stored verbatim, so their JSON types are checked (Java's parser
-# would reject the document otherwise, and every later load would fail).
-_SNAPSHOT_INT_FIELDS = (
+# Snapshot fields are stored verbatim, so their JSON types are checked as Java's
+# SnapshotParser reads them (JsonUtil.getLong / getInt / getString): Java and PyIceberg
+# would reject the document otherwise, and every later load would fail.
+_SNAPSHOT_LONG_FIELDS = (
+    "snapshot-id",
+    "timestamp-ms",
     "parent-snapshot-id",
     "sequence-number",
-    "schema-id",
     "first-row-id",
     "added-rows",
-    "key-id",
 )
+_SNAPSHOT_INT_FIELDS = ("schema-id",)
+
+# PyIceberg's `Operation` enum (case-sensitive); Java's DataOperations are the same four.
+SNAPSHOT_OPERATIONS = ("append", "replace", "overwrite", "delete")
 
 
-def _check_snapshot_fields(snapshot: dict[str, Any]) -> None:
+def _check_snapshot_fields(snapshot: dict[str, Any], format_version: int) -> None:
     problem = None
+    for key in _SNAPSHOT_LONG_FIELDS:
+        if snapshot.get(key) is not None and not is_int64(snapshot[key]):
+            problem = f"{key} must be a long"
     for key in _SNAPSHOT_INT_FIELDS:
-        if snapshot.get(key) is not None and not _is_int(snapshot[key]):
+        if snapshot.get(key) is not None and not is_int32(snapshot[key]):
             problem = f"{key} must be an integer"
+    key_id = snapshot.get("key-id")
+    if key_id is not None and not isinstance(key_id, str):
+        # SnapshotParser: JsonUtil.getStringOrNull(KEY_ID).
+        problem = "key-id must be a string"
     manifest_list = snapshot.get("manifest-list")
     if manifest_list is not None and not isinstance(manifest_list, str):
         problem = "manifest-list must be a string"
@@ -118,6 +137,110 @@ def _check_snapshot_fields(snapshot: dict[str, Any]) -> None:
         problem = "summary must be an object of strings"
     if problem is not None:
         raise BadRequestError(f"Cannot parse add-snapshot update: {problem}")
+    if manifest_list is None:
+        # Java still reads a v1 snapshot's embedded `manifests` list, but PyIceberg 0.12
+        # requires `manifest-list` ("Field required") and cannot load the table.
+        raise BadRequestError("Cannot parse add-snapshot update: missing string manifest-list")
+    first_row_id, added_rows = snapshot.get("first-row-id"), snapshot.get("added-rows")
+    # Java BaseSnapshot's constructor checks (IllegalArgumentException).
+    if first_row_id is not None and first_row_id < 0:
+        raise IllegalArgumentError(f"Invalid first-row-id (cannot be negative): {first_row_id}")
+    if added_rows is not None and added_rows < 0:
+        raise IllegalArgumentError(f"Invalid added-rows (cannot be negative): {added_rows}")
+    if first_row_id is not None and added_rows is None:
+        raise IllegalArgumentError("Invalid added-rows (required when first-row-id is set): null")
+    _check_summary(summary, format_version)
+
+
+def _check_summary(summary: dict[str, str] | None, format_version: int) -> None:
+    """The spec requires a summary with an `operation` from v2 on. Java's parser falls back
+    to "overwrite" when it is missing and PyIceberg to a warning, but the operation is what
+    engines use to skip snapshots (expiry, incremental reads), and PyIceberg's enum refuses
+    any other value ("Input should be 'append', 'replace', 'overwrite' or 'delete'")."""
+    if summary is None:
+        if format_version >= 2:
+            raise ValidationError("Invalid snapshot: summary is required in v2 and later")
+        return
+    operation = summary.get("operation")
+    if operation is None:
+        raise ValidationError("Invalid snapshot summary: missing operation")
+    if operation not in SNAPSHOT_OPERATIONS:
+        raise ValidationError(
+            f"Invalid snapshot summary: unknown operation {operation} "
+            f"(expected one of {', '.join(SNAPSHOT_OPERATIONS)})"
+        )
+
+
+# Statistics files (Java StatisticsFileParser / PartitionStatisticsFileParser): the fields
+# both parsers require, with their JSON types.
+_STATISTICS_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "statistics": (
+        ("snapshot-id", "long"),
+        ("statistics-path", "string"),
+        ("file-size-in-bytes", "long"),
+        ("file-footer-size-in-bytes", "long"),
+    ),
+    "partition-statistics": (
+        ("snapshot-id", "long"),
+        ("statistics-path", "string"),
+        ("file-size-in-bytes", "long"),
+    ),
+}
+# PyIceberg 0.12's BlobMetadata.type is a Literal of these two (Java takes any string):
+# any other blob type makes the whole table unloadable in PyIceberg.
+BLOB_TYPES = ("apache-datasketches-theta-v1", "deletion-vector-v1")
+_BLOB_FIELDS = (("type", "string"), ("snapshot-id", "long"), ("sequence-number", "long"))
+
+
+def _json_type_ok(value: Any, kind: str) -> bool:
+    if kind == "long":
+        return is_int64(value)
+    if kind == "int":
+        return is_int32(value)
+    return isinstance(value, str)
+
+
+def _check_statistics(stats: dict[str, Any], key: str, action: str) -> None:
+    for field, kind in _STATISTICS_FIELDS[key]:
+        if not _json_type_ok(stats.get(field), kind):
+            raise BadRequestError(
+                f"Cannot parse {action} update: {field} must be a {kind} in {key}"
+            )
+    if key != "statistics":
+        return
+    if stats.get("key-metadata") is not None and not isinstance(stats["key-metadata"], str):
+        raise BadRequestError(f"Cannot parse {action} update: key-metadata must be a string")
+    blobs = stats.get("blob-metadata")
+    if not isinstance(blobs, list):
+        raise BadRequestError(
+            f"Cannot parse {action} update: Cannot parse blob metadata from non-array"
+        )
+    for blob in blobs:
+        if not isinstance(blob, dict):
+            raise BadRequestError(f"Cannot parse {action} update: blob metadata must be objects")
+        for field, kind in _BLOB_FIELDS:
+            if not _json_type_ok(blob.get(field), kind):
+                raise BadRequestError(
+                    f"Cannot parse {action} update: blob {field} must be a {kind}"
+                )
+        fields = blob.get("fields")
+        if not isinstance(fields, list) or not all(is_int32(f) for f in fields):
+            raise BadRequestError(
+                f"Cannot parse {action} update: blob fields must be an array of integers"
+            )
+        properties = blob.get("properties")
+        if properties is not None and not (
+            isinstance(properties, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
+        ):
+            raise BadRequestError(
+                f"Cannot parse {action} update: blob properties must be a map of strings"
+            )
+        if blob["type"] not in BLOB_TYPES:
+            raise IllegalArgumentError(
+                f"Unsupported blob type: {blob['type']} (PyIceberg reads only "
+                f"{' and '.join(BLOB_TYPES)})"
+            )
 
 
 def _require_int(update: dict[str, Any], key: str) -> int:
@@ -190,9 +313,8 @@ class MetadataBuilder(MetadataState):
         self.changes.append(("upgrade-format-version", version))
 
     def add_schema(self, update: dict[str, Any]) -> None:
-        schema = _require_obj(update, "schema")
-        validate_schema(schema)
-        check_compatibility(schema, self.format_version)
+        raw = _require_obj(update, "schema")
+        schema = raw if legacy() else prepare_schema(raw, self.format_version)
         new_last_column_id = max(self.last_column_id, highest_field_id(schema))
         existing = next((s for s in self.schemas if same_schema(s, schema)), None)
         if existing is not None and new_last_column_id == self.last_column_id:
@@ -330,13 +452,19 @@ class MetadataBuilder(MetadataState):
             raise BadRequestError(
                 "Cannot parse add-snapshot update: snapshot needs an integer timestamp-ms"
             )
-        _check_snapshot_fields(snapshot)
+        if not legacy():
+            _check_snapshot_fields(snapshot, self.format_version)
         if not self.schemas:
             raise ValidationError("Attempting to add a snapshot before a schema is added")
         if not self.specs:
             raise ValidationError("Attempting to add a snapshot before a partition spec is added")
         if not self.sort_orders:
             raise ValidationError("Attempting to add a snapshot before a sort order is added")
+        schema_id = snapshot.get("schema-id")
+        if not legacy() and schema_id is not None and self.schema_by_id(schema_id) is None:
+            # Java's builder does not look, but readers resolve a snapshot's columns through
+            # this id (time travel, Spark's SnapshotUtil.schemaFor), so it must exist.
+            raise ValidationError(f"Cannot add snapshot with unknown schema id: {schema_id}")
         snapshot_id = snapshot["snapshot-id"]
         if self.snapshot_by_id(snapshot_id) is not None:
             raise ValidationError(f"Snapshot already exists for id: {snapshot_id}")
@@ -377,6 +505,10 @@ class MetadataBuilder(MetadataState):
     def set_snapshot_ref(self, update: dict[str, Any], now_ms: int) -> None:
         name = _require_str(update, "ref-name")
         snapshot_id = _require_int(update, "snapshot-id")
+        if not legacy() and not is_int64(snapshot_id):
+            raise BadRequestError(
+                "Cannot parse set-snapshot-ref update: snapshot-id must be a long"
+            )
         ref_type = str(_require(update, "type")).lower()
         if ref_type not in ("branch", "tag"):
             raise IllegalArgumentError(f"Invalid snapshot ref type: {update['type']}")
@@ -420,7 +552,15 @@ class MetadataBuilder(MetadataState):
             value = update.get(key)
             if value is None:
                 continue
-            if not _is_int(value):
+            # SnapshotRefParser: min-snapshots-to-keep is an int, the ages are longs.
+            in_range = (
+                _is_int(value)
+                if legacy()
+                else is_int32(value)
+                if tag_name == "minSnapshotsToKeep"
+                else is_int64(value)
+            )
+            if not in_range:
                 raise BadRequestError(
                     f"Cannot parse set-snapshot-ref update: {key} must be an integer"
                 )
@@ -500,6 +640,8 @@ class MetadataBuilder(MetadataState):
         if "snapshot-id" not in stats:
             # Older clients carry it only at the top level (deprecated field).
             stats = {"snapshot-id": update["snapshot-id"], **stats}
+        if not legacy():
+            _check_statistics(stats, key, str(update.get("action")))
         target = self.statistics if key == "statistics" else self.partition_statistics
         kept = [s for s in target if s.get("snapshot-id") != stats["snapshot-id"]]
         target[:] = [*kept, stats]
@@ -520,7 +662,9 @@ class MetadataBuilder(MetadataState):
         ids = set(_require_int_list(update, "schema-ids"))
         if self.current_schema_id in ids:
             raise IllegalArgumentError("Cannot remove the current schema")
+        removed = sorted(s["schema-id"] for s in self.schemas if s["schema-id"] in ids)
         self.schemas = [s for s in self.schemas if s["schema-id"] not in ids]
+        self.changes.extend(("remove-schema", schema_id) for schema_id in removed)
 
     def add_encryption_key(self, update: dict[str, Any]) -> None:
         key = _require_obj(update, "encryption-key")
@@ -620,12 +764,41 @@ class MetadataBuilder(MetadataState):
             raise ValidationError(f"Cannot find default sort order: {self.default_sort_order_id}")
         check_spec_compatibility(spec, schema)
         check_order_compatibility(order, schema)
+        for snapshot in [] if legacy() else self.snapshots:
+            # Java TableMetadata's constructor (indexAndValidateSnapshots): an add-snapshot
+            # without parent may set last-sequence-number back, but never below a kept
+            # snapshot, or no Java client could load the table.
+            seq = snapshot.get("sequence-number") or 0
+            if seq > self.last_sequence_number:
+                raise ValidationError(
+                    f"Invalid snapshot with sequence number {seq} greater than last sequence "
+                    f"number {self.last_sequence_number}"
+                )
+        if not legacy():
+            self._check_removed_schemas()
         if self.base is not None and previous_location is not None:
             self._add_previous_file(previous_location, self.base.get("last-updated-ms"))
         self._update_snapshot_log()
         floor = [e["timestamp-ms"] for e in (self.snapshot_log[-1:] + self.metadata_log[-1:])]
         self.last_updated_ms = max([now_ms, *floor])
         return self.to_metadata()
+
+    def _check_removed_schemas(self) -> None:
+        """A schema removed in this request must not be one a kept snapshot reads with.
+
+        Java's builder does not look (its client removes only unreferenced schemas, as
+        ExpireSnapshots does after removing the snapshots), but add-snapshot here refuses
+        an unknown schema id, and a removal must not create one behind its back.
+        """
+        removed = {detail for kind, detail in self.changes if kind == "remove-schema"}
+        if not removed:
+            return
+        for snapshot in self.snapshots:
+            if snapshot.get("schema-id") in removed:
+                raise IllegalArgumentError(
+                    f"Cannot remove schema {snapshot['schema-id']}: snapshot "
+                    f"{snapshot['snapshot-id']} still refers to it"
+                )
 
     def _add_previous_file(self, location: str, timestamp_ms: Any) -> None:
         try:

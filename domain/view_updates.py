@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any, TypeGuard
 
 from domain.errors import BadRequestError, IllegalArgumentError, ValidationError
+from domain.metadata_rules import legacy
 from domain.metadata_state import is_int
-from domain.schema_ids import same_schema, validate_schema
+from domain.schema_ids import is_int32, is_int64, prepare_schema, same_schema
 
 ViewMetadata = dict[str, Any]
 
@@ -86,13 +87,14 @@ def parse_view_version(raw: Any, *, now_ms: int) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise BadRequestError("Cannot parse view version from non-object")
     for key in ("version-id", "schema-id"):
-        if not is_int(raw.get(key)):
+        # ViewVersionParser: JsonUtil.getInt.
+        if not (is_int(raw.get(key)) if legacy() else is_int32(raw.get(key))):
             raise BadRequestError(f"Cannot parse view version: missing int {key}")
     timestamp = raw.get("timestamp-ms")
     if timestamp is None:
         # Java requires it; PyIceberg defaults it to "now", and so do we.
         timestamp = now_ms
-    elif not is_int(timestamp):
+    elif not (is_int(timestamp) if legacy() else is_int64(timestamp)):
         raise BadRequestError("Cannot parse view version: timestamp-ms must be an integer")
     summary = raw.get("summary")
     if summary is None:
@@ -138,15 +140,20 @@ def check_dialects(version: dict[str, Any]) -> None:
 def view_schema(schema: Any, schema_id: int) -> dict[str, Any]:
     """A validated schema with its id set, in Java `SchemaParser` field order.
 
-    Field ids are kept as sent: a view schema describes query output, and
+    It passes the same checks as a table schema (`prepare_schema`: Java's parser rules,
+    nesting depth, what PyIceberg can load), without format-version rules: views have one
+    format version. Field ids are kept as sent: a view schema describes query output, and
     Java's view builder never reassigns them.
     """
-    validate_schema(schema)
+    return _with_schema_id(prepare_schema(schema, None), schema_id)
+
+
+def _with_schema_id(prepared: dict[str, Any], schema_id: int) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "struct", "schema-id": schema_id}
-    if schema.get("identifier-field-ids"):
-        out["identifier-field-ids"] = list(schema["identifier-field-ids"])
+    if prepared.get("identifier-field-ids"):
+        out["identifier-field-ids"] = list(prepared["identifier-field-ids"])
     # Copied so that the stored document never aliases the caller's request.
-    out["fields"] = copy.deepcopy(schema["fields"])
+    out["fields"] = copy.deepcopy(prepared["fields"])
     return out
 
 
@@ -222,7 +229,8 @@ class ViewBuilder:
         self.add_schema_internal(_require(update, "schema"))
 
     def add_schema_internal(self, schema: Any) -> int:
-        validate_schema(schema)
+        if not legacy():
+            schema = prepare_schema(schema, None)
         new_id = 0
         for existing in self.schemas:
             if same_schema(existing, schema):
@@ -233,7 +241,7 @@ class ViewBuilder:
                 self.last_added_schema_id = int(existing["schema-id"])
                 return self.last_added_schema_id
             new_id = max(new_id, existing["schema-id"] + 1)
-        self.schemas.append(view_schema(schema, new_id))
+        self.schemas.append(_with_schema_id(schema, new_id))
         self.last_added_schema_id = new_id
         return new_id
 

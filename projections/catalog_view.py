@@ -16,13 +16,12 @@ import orjson
 
 from domain.identifiers import NamespaceName, properties_hint_key
 from domain.locations import normalize_location
+from domain.metadata_fold import replay_commit
 from domain.namespace import Namespace
 from domain.project import Project
 from domain.table import Table
-from domain.table_metadata import apply_updates
 from domain.task import Task
 from domain.view import View
-from domain.view_metadata import apply_view_updates
 from domain.warehouse import Warehouse
 from projections.schema import TABULAR_COLUMNS
 
@@ -211,7 +210,7 @@ class CatalogView:
             else:
                 self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
                 previous = orjson.loads(bytes(cur.fetchone()[0]))
-                data = orjson.dumps(_fold(event, previous))
+                data = orjson.dumps(replay_commit(event, previous))
             if location is not None:
                 self._exec(
                     cur,
@@ -311,7 +310,8 @@ class CatalogView:
             sets = "status = ?, due_at_ms = ?, worker = NULL, last_error = ?"
             params = ["failed" if event.final else "pending", event.retry_at_ms, event.error]
         elif isinstance(event, Task.Succeeded):
-            sets, params = "status = 'succeeded', worker = NULL", []
+            sets = "status = 'succeeded', worker = NULL, result = ?"
+            params = [orjson.dumps(event.result).decode()]
         elif isinstance(event, Task.Cancelled):
             sets, params = "status = 'cancelled', worker = NULL", []
         else:
@@ -325,18 +325,6 @@ class CatalogView:
 
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
-
-
-def _fold(event: Table.Committed | View.Replaced, previous: dict[str, Any]) -> dict[str, Any]:
-    """Re-apply a commit's updates to the previous document, at the time it was applied."""
-    if isinstance(event, View.Replaced):
-        return apply_view_updates(previous, event.updates, now_ms=event.applied_at_ms)
-    return apply_updates(
-        previous,
-        event.updates,
-        now_ms=event.applied_at_ms,
-        previous_location=event.previous_metadata_location,
-    )
 
 
 def _new_location(updates: Sequence[Mapping[str, Any]]) -> str | None:

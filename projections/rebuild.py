@@ -29,9 +29,10 @@ from eventsourcing.sqlite import SQLiteDatastore
 from psycopg import sql
 from psycopg.rows import tuple_row
 
+from domain.metadata_fold import replay_commit
 from domain.table import Table
 from domain.view import View
-from projections.catalog_view import CatalogView, Cursor, _fold
+from projections.catalog_view import CatalogView, Cursor
 from projections.schema import READ_MODEL_TABLES, create_statements
 from projections.sql import write_transaction
 
@@ -130,7 +131,7 @@ class _RebuildView(CatalogView):
         if previous is None:  # nothing deferred for this row either: it is in the table
             self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
             previous = bytes(cur.fetchone()[0])
-        data = orjson.dumps(_fold(event, orjson.loads(previous)))
+        data = orjson.dumps(replay_commit(event, orjson.loads(previous)))
         recorded = _Recorded()
         super().apply_one(recorded, event, {event.metadata_location: data})
         pending = self._pending.setdefault(tid, {})
