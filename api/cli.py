@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import signal
@@ -18,12 +17,13 @@ import uvicorn
 
 from api.app import create_app, freeze_startup_heap
 from api.audit import Chainer, recorded_heads
-from api.event_log import Indexer
+from api.event_log import AsOfRequest, Indexer, catalog_document
 from api.logs import configure_logging, uvicorn_log_options
 from api.publishing import LogAccess, build_relay
 from api.services import Services, open_catalog
 from api.settings import PREFIX, Settings, SettingsError
 from projections import maintenance
+from projections.as_of import MAX_PAGE_SIZE
 from projections.audit_chain import AuditChain
 from projections.migrations import LATEST as LATEST_SCHEMA
 from projections.migrations import MigrationBusyError, SchemaError
@@ -253,23 +253,31 @@ def _audit_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _catalog_at(args: argparse.Namespace, settings: Settings) -> int:
-    """Print the catalog as of a log position or a time, as JSON."""
+    """Print the catalog as of a log position or a time as one JSON document, written
+    page by page (only one page in memory)."""
+    try:
+        warehouse = str(UUID(args.warehouse_id)) if args.warehouse_id else None
+    except ValueError:
+        print("icelog: --warehouse-id must be a UUID", file=sys.stderr)
+        return 2
+    if args.when.isdigit():
+        position, time_us = int(args.when), None
+    else:
+        try:
+            moment = datetime.fromisoformat(args.when)
+        except ValueError:
+            print("icelog: give a log position or an ISO-8601 time", file=sys.stderr)
+            return 2
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        position, time_us = None, int(moment.timestamp() * 1_000_000)
+    ask = AsOfRequest(position, time_us, warehouse, page_size=args.page_size)
     services = Services.build(settings)
     try:
         indexer = Indexer(services)
-        indexer.index.ensure_schema()
-        if args.when.isdigit():
-            model = indexer.catalog_at(int(args.when), None)
-        else:
-            try:
-                moment = datetime.fromisoformat(args.when)
-            except ValueError:
-                print("icelog: give a log position or an ISO-8601 time", file=sys.stderr)
-                return 2
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-            model = indexer.catalog_at(None, int(moment.timestamp() * 1_000_000))
-        print(json.dumps(model.snapshot(args.warehouse_id), indent=2))
+        indexer.ensure_schema()
+        for piece in catalog_document(indexer, ask):
+            sys.stdout.write(piece)
         return 0
     finally:
         services.close()
@@ -435,6 +443,14 @@ def main(argv: list[str] | None = None) -> int:
     at = catalog_sub.add_parser("at", help="the catalog as of a log position or a time")
     at.add_argument("when", help="a log position (e.g. 1200) or an ISO-8601 time")
     at.add_argument("--warehouse-id", default=None, help="only this warehouse")
+    at.add_argument(
+        "--page-size",
+        type=int,
+        choices=range(1, MAX_PAGE_SIZE + 1),
+        default=MAX_PAGE_SIZE,
+        metavar=f"1..{MAX_PAGE_SIZE}",
+        help="objects read per page (the output is one document either way)",
+    )
     at.set_defaults(run=_catalog_at)
     metadata = sub.add_parser("metadata", help="metadata files against the log")
     metadata_sub = metadata.add_subparsers(dest="metadata_command", required=True)

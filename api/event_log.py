@@ -1,10 +1,15 @@
 """The event-log API's indexer and routes: `GET /management/v1/events` and per-table/view
-history, served from the event index (projections/event_index.py)."""
+history, served from the event index (projections/event_index.py), and `GET
+/management/v1/as-of`, served from the catalog history (projections/catalog_history.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -17,74 +22,122 @@ from api.publishing import LogAccess
 from api.routes.management import get_warehouse_row
 from api.services import Services
 from domain.errors import BadRequestError
-from projections.as_of import CatalogAsOf
+from projections.as_of import MAX_PAGE_SIZE, AsOfPage, PageToken, read_page
+from projections.catalog_history import CatalogHistory
 from projections.event_index import EventFilter, EventIndex, IndexRow
 from publishers.cloud_events import event_data
 from publishers.context import ContextResolver
+from publishers.relay import LoggedEvent
 
 MAX_LIMIT = 1000
 
 
 class Indexer:
-    """Follows the log into the event index, in order, one batch at a time."""
+    """Follows the log into the event index and the catalog history, in order, one batch
+    at a time; both are written in one transaction per batch."""
 
     def __init__(self, services: Services) -> None:
         self.log = LogAccess(services)
-        self.index = EventIndex(services.catalog.recorder.datastore)  # type: ignore[attr-defined]
+        datastore = services.catalog.recorder.datastore  # type: ignore[attr-defined]
+        self.index = EventIndex(datastore)
+        self.history = CatalogHistory(datastore)
         self.resolver = ContextResolver(self.log.load_at)
         self._lock = threading.Lock()  # one catch-up at a time per process
+        self._schema_ready = False
+
+    def ensure_schema(self) -> None:
+        self.index.ensure_schema()
+        self.history.ensure_schema()
+        self._schema_ready = True
+
+    def _ready(self) -> None:
+        # Commands that built an Indexer before the history existed ensured the index only.
+        if not self._schema_ready:
+            self.ensure_schema()
+
+    def position(self) -> int:
+        """How far both are: a history rebuilt from scratch starts behind the index."""
+        return min(self.index.position(), self.history.position())
 
     def catch_up(self, batch: int = 2000) -> int:
         done = 0
         with self._lock:
-            position = self.index.position()
+            self._ready()
+            position = self.position()
             while True:
                 found = self.log.read(position, batch)
                 if not found:
                     return done
-                rows = []
-                for item in found:
-                    event = item.event
-                    context = self.resolver.resolve(event)
-                    rows.append(
-                        IndexRow(
-                            position=item.position,
-                            time=event.timestamp.isoformat(),
-                            time_us=int(event.timestamp.timestamp() * 1_000_000),
-                            type="io." + item.topic,
-                            aggregate_id=str(event.originator_id),
-                            version=event.originator_version,
-                            actor=getattr(event, "actor", None),
-                            request_id=getattr(event, "request_id", None) or None,
-                            warehouse_id=_text(context.warehouse_id),
-                            namespace=".".join(context.namespace) if context.namespace else None,
-                            tabular_id=_text(context.tabular_id),
-                            subject=context.subject,
-                            data=event_data(event),
-                        )
-                    )
-                self.index.write(rows)
+                rows = [self._row(item) for item in found]
+                events = [(item.position, item.event) for item in found]
+                self.history.write_batch(self.index, rows, events)
                 position = found[-1].position
                 done += len(found)
                 if done >= 5_000 and len(found) < batch:
                     self.index.analyze()  # a bulk catch-up changes the plans' picture
+                    self.history.analyze()
 
-    def catalog_at(self, position: int | None, time_us: int | None) -> CatalogAsOf:
-        """The catalog as of a log position, or as of a time (its last event by then)."""
-        if time_us is not None:
+    def _row(self, item: LoggedEvent) -> IndexRow:
+        event = item.event
+        context = self.resolver.resolve(event)
+        return IndexRow(
+            position=item.position,
+            time=event.timestamp.isoformat(),
+            time_us=int(event.timestamp.timestamp() * 1_000_000),
+            type="io." + item.topic,
+            aggregate_id=str(event.originator_id),
+            version=event.originator_version,
+            actor=getattr(event, "actor", None),
+            request_id=getattr(event, "request_id", None) or None,
+            warehouse_id=_text(context.warehouse_id),
+            namespace=".".join(context.namespace) if context.namespace else None,
+            tabular_id=_text(context.tabular_id),
+            subject=context.subject,
+            data=event_data(event),
+        )
+
+    def catalog_page(self, ask: AsOfRequest) -> dict[str, Any]:
+        """One page of the catalog as of a log position or a time (its last event by
+        then); a page token carries the position its first page resolved to."""
+        self._ready()
+        token = PageToken.decode(ask.page_token) if ask.page_token else None
+        if token is not None and token.warehouse_id != ask.warehouse_id:
+            raise BadRequestError("page-token belongs to another warehouse-id")
+        position, time = self._moment(token.position if token is not None else ask.position, ask)
+        return read_page(
+            self.history,
+            AsOfPage(
+                position=position,
+                time=time,
+                warehouse_id=ask.warehouse_id,
+                page_size=ask.page_size,
+                after=token.after if token is not None else None,
+            ),
+        )
+
+    def _moment(self, target: int | None, ask: AsOfRequest) -> tuple[int, str | None]:
+        """The last event at or before `target` (else at or before `ask.time_us`): its
+        position and time, with the history caught up to it."""
+        if target is not None:
+            target = min(target, MAX_POSITION)  # the databases store 64-bit integers
+        # Positions the history holds read as they are; later ones (or a time) need the
+        # log's latest events first: whoever just wrote sees their own writes.
+        if target is None or target > self.position():
             self.catch_up()
-            position = self.index.position_at(time_us)
-        target = position or 0
-        model = CatalogAsOf()
-        after = 0
-        while after < target:
-            batch = [i for i in self.log.read(after, 2000) if i.position <= target]
-            if not batch:
-                break
-            for item in batch:
-                model.apply(item.position, item.event)
-            after = batch[-1].position
-        return model
+        if target is None:
+            target = self.index.position_at(ask.time_us or 0)
+        return self.index.moment(target)
+
+
+@dataclass(frozen=True)
+class AsOfRequest:
+    """`position` or `time_us` (microseconds since the epoch); `page_token` as given out."""
+
+    position: int | None
+    time_us: int | None
+    warehouse_id: str | None = None
+    page_size: int = MAX_PAGE_SIZE
+    page_token: str | None = None
 
 
 def _text(value: UUID | None) -> str | None:
@@ -109,8 +162,20 @@ def _int(request: Request, name: str, default: int) -> int:
     return value
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _filter_text(request: Request, name: str) -> str | None:
+    """A text filter; 400 for control characters (no name, type or actor holds one, and
+    PostgreSQL text cannot hold NUL at all)."""
+    raw = request.query_params.get(name) or None
+    if raw is not None and _CONTROL.search(raw):
+        raise BadRequestError(f"{name} must not contain control characters")
+    return raw
+
+
 def _time(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
+    raw = _filter_text(request, name)
     if not raw:
         return None
     try:
@@ -151,11 +216,11 @@ async def list_events(request: Request, _body: Any) -> Response:
         after=_int(request, "after", 0),
         limit=_limit(request),
         warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
-        namespace=q.get("namespace") or None,
+        namespace=_filter_text(request, "namespace"),
         tabular_id=_uuid(q.get("tabular-id"), "tabular-id"),
         aggregate_id=_uuid(q.get("aggregate-id"), "aggregate-id"),
-        type_prefix=q.get("type") or None,
-        actor=q.get("actor") or None,
+        type_prefix=_filter_text(request, "type"),
+        actor=_filter_text(request, "actor"),
         since_us=_time(request, "since"),
         until_us=_time(request, "until"),
     )
@@ -177,20 +242,120 @@ async def tabular_history(request: Request, _body: Any) -> Response:
 
 
 async def as_of(request: Request, _body: Any) -> Response:
-    """`?position=N` or `?time=ISO-8601` (one of them), optionally `&warehouse-id=`."""
-    position_raw = request.query_params.get("position")
+    """`?position=N` or `?time=ISO-8601` (one of them), optionally `&warehouse-id=`,
+    `&page-size=` (1 to 1000) and `&page-token=` (a previous page's `next-page-token`)."""
+    q = request.query_params
     time_us = _time(request, "time")
-    if (position_raw in (None, "")) == (time_us is None):
+    if (q.get("position") in (None, "")) == (time_us is None):
         raise BadRequestError("give exactly one of position or time")
-    position = None if time_us is not None else _int(request, "position", 0)
-    warehouse = _uuid(request.query_params.get("warehouse-id"), "warehouse-id")
+    ask = AsOfRequest(
+        position=None if time_us is not None else _int(request, "position", 0),
+        time_us=time_us,
+        warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
+        page_size=_page_size(request),
+        page_token=q.get("page-token") or None,
+    )
     indexer: Indexer = request.app.state.indexer
-    model = await asyncio.to_thread(indexer.catalog_at, position, time_us)
-    return json_response(model.snapshot(warehouse))
+    return json_response(await asyncio.to_thread(indexer.catalog_page, ask))
+
+
+def _page_size(request: Request) -> int:
+    size = _int(request, "page-size", MAX_PAGE_SIZE)
+    if not 1 <= size <= MAX_PAGE_SIZE:
+        raise BadRequestError(f"page-size must be between 1 and {MAX_PAGE_SIZE}")
+    return size
 
 
 def make_indexer(app_state: Any, svc: Services) -> Indexer:
     indexer = Indexer(svc)
-    indexer.index.ensure_schema()
+    indexer.ensure_schema()
     app_state.indexer = indexer
     return indexer
+
+
+def catalog_document(indexer: Indexer, ask: AsOfRequest) -> Iterator[str]:
+    """The whole catalog as of a position as one JSON document, in pieces, page by page:
+    what `icelog catalog at` prints. Only one page is held at a time; a namespace continued
+    on the next page goes on in the same object."""
+    writer = _DocumentWriter()
+    while True:
+        page = indexer.catalog_page(ask)
+        yield from writer.page(page)
+        if not page["next-page-token"]:
+            break
+        ask = replace(ask, page_token=page["next-page-token"])
+    yield from writer.end()
+
+
+class _DocumentWriter:
+    """Writes pages as one document: the head once, then each warehouse, namespace, table
+    and view as it comes, closing a container when the next one starts."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._warehouse: str | None = None
+        self._namespace: list[str] | None = None
+        self._in_views = False
+        self._first = True  # no item yet in the array last opened
+
+    def page(self, page: dict[str, Any]) -> Iterator[str]:
+        if not self._started:
+            self._started = True
+            head = {k: page[k] for k in ("position", "time", "projects")}
+            yield _dumps(head)[:-1] + ',\n "warehouses": ['
+        for warehouse in page["warehouses"]:
+            yield from self._open_warehouse(warehouse)
+            for namespace in warehouse["namespaces"]:
+                yield from self._open_namespace(namespace)
+                for table in namespace["tables"]:
+                    yield self._item(table, 3)
+                if namespace["views"] and not self._in_views:
+                    yield '], "views": ['
+                    self._in_views, self._first = True, True
+                for view in namespace["views"]:
+                    yield self._item(view, 3)
+
+    def end(self) -> Iterator[str]:
+        yield from self._close_warehouse()
+        yield "\n ]}\n"
+
+    def _open_warehouse(self, warehouse: dict[str, Any]) -> Iterator[str]:
+        if warehouse["warehouse-id"] == self._warehouse:
+            return
+        yield from self._close_warehouse()
+        head = {k: v for k, v in warehouse.items() if k != "namespaces"}
+        yield self._separator(1) + _dumps(head)[:-1] + ', "namespaces": ['
+        self._warehouse, self._first = warehouse["warehouse-id"], True
+
+    def _open_namespace(self, namespace: dict[str, Any]) -> Iterator[str]:
+        if namespace.get("continued") and namespace["namespace"] == self._namespace:
+            return
+        yield from self._close_namespace()
+        head = {"namespace": namespace["namespace"], "properties": namespace["properties"]}
+        yield self._separator(2) + _dumps(head)[:-1] + ', "tables": ['
+        self._namespace, self._in_views, self._first = namespace["namespace"], False, True
+
+    def _close_namespace(self) -> Iterator[str]:
+        if self._namespace is None:
+            return
+        yield "]}" if self._in_views else '], "views": []}'
+        self._namespace, self._first = None, False
+
+    def _close_warehouse(self) -> Iterator[str]:
+        if self._warehouse is None:
+            return
+        yield from self._close_namespace()
+        yield "]}"
+        self._warehouse, self._first = None, False
+
+    def _item(self, item: dict[str, Any], depth: int) -> str:
+        return self._separator(depth) + _dumps(item)
+
+    def _separator(self, depth: int) -> str:
+        comma = "" if self._first else ","
+        self._first = False
+        return comma + "\n" + " " * depth
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -1,10 +1,20 @@
-"""Idempotency-Key on mutating catalog routes (Iceberg REST spec, 1.11+ clients).
+"""Idempotency-Key on mutating catalog routes (Iceberg REST spec, 1.11+ clients; ADR 0012).
 
-The first final outcome of a key (2xx, or a deterministic 4xx) is recorded as an event;
-a request that repeats the key within the advertised lifetime gets that outcome back
-without running again — on any replica, because the record is in the shared log. Requests
-with the same key in flight in one process wait for each other. 5xx outcomes are never
-recorded (the spec: they are not final).
+One outcome per key, on any replica and any `--workers` process, because every step is in
+the shared log:
+
+1. the request claims the key (an append: of two requests claiming at once, one wins);
+2. its command's first append lands the key in the same transaction (`CatalogBase.save_all`):
+   a request that took over an abandoned claim can therefore never apply the change a
+   second time — the other's append would conflict on the key;
+3. the final response is recorded (2xx, or a deterministic 4xx); a 5xx is not final, and
+   the key is released for a retry unless the command landed.
+
+A request that finds the key claimed waits for that request's outcome and answers with
+it; finds it landed without an outcome (its request died between append and answer),
+answers from the log; finds it recorded, replays it. Recorded answers never hold the
+metadata document or storage configuration (vended credentials are secrets): they are
+rebuilt from the immutable metadata location, with fresh credentials.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -21,15 +32,31 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from api.errors import error_response
-from api.http import context
+from api.http import context, json_response, namespace_param, path_param
 from api.routes import prefix, services
-from domain.errors import BadRequestError, CatalogError, UnprocessableEntityError
+from api.routes.tables import table_access
+from api.services import Services
+from domain.context import RequestContext
+from domain.errors import (
+    BadRequestError,
+    CatalogError,
+    ServiceUnavailableError,
+    UnprocessableEntityError,
+)
+from domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, hold, release_hold
+from domain.identifiers import TabularName
 
 log = logging.getLogger("icelog.idempotency")
 HEADER = "idempotency-key"
 # Outcomes that say nothing final about the request: not recorded, so a retry runs again.
 _NOT_FINAL = {401, 403, 408, 419, 429}
-_in_flight: dict[str, tuple[asyncio.Lock, int]] = {}
+# Never recorded: rebuilt on replay (the document is immutable at its location; the
+# storage configuration may hold vended credentials and is vended afresh).
+_REBUILT = ("metadata", "config", "storage-credentials")
+_POLL_S = 0.02
+# How long a request that landed its command may take to record its answer before
+# another request with the key answers from the log instead.
+_LANDED_GRACE_MS = 2_000
 
 
 def applies(request: Request) -> bool:
@@ -56,80 +83,222 @@ def idempotent(
 
     async def wrapped(request: Request) -> Response:
         if applies(request):
-            return await run(request, lambda: endpoint(request))
+            return await KeyedRequest(request).run(lambda: endpoint(request))
         return await endpoint(request)
 
     return wrapped
 
 
-async def run(request: Request, handler: Callable[[], Awaitable[Response]]) -> Response:
-    svc = services(request)
-    key = _key(request)
-    lifetime_ms = svc.settings.idempotency_lifetime_seconds * 1000
-    lock, users = _in_flight.get(key, (asyncio.Lock(), 0))
-    _in_flight[key] = (lock, users + 1)
-    try:
-        async with lock:
-            record = await run_in_threadpool(svc.catalog.find_idempotency, key)
-            fresh = record is not None and (
-                time.time() * 1000 - record.recorded_at_ms <= lifetime_ms
+class KeyedRequest:
+    """One request carrying an Idempotency-Key, through claim, command and outcome."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.svc: Services = services(request)
+        self.key = _key(request)
+        self.ctx: RequestContext = context(request)
+        self.token = uuid.uuid4().hex
+        self.method = request.method
+        self.path = request.url.path
+        settings = self.svc.settings
+        self.lifetime_ms = settings.idempotency_lifetime_seconds * 1000
+        timeout_s = settings.request_timeout_seconds or 60.0
+        # A claimant may run as long as a request may, and a little longer (its handler
+        # stops at the next safe point after the timeout); then the key can be taken over.
+        self.lease_ms = int((timeout_s + 10) * 1000)
+        # A waiter stops waiting before its own request times out.
+        self.wait_s = max(1.0, timeout_s - 1.0)
+
+    async def run(self, handler: Callable[[], Awaitable[Response]]) -> Response:
+        # The whole body first: one over the size limit is refused (413) before the key is
+        # claimed, so that nothing is appended for it.
+        await self.request.body()
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            attempt = await run_in_threadpool(
+                self.svc.catalog.claim_idempotency,
+                self.ctx,
+                key=self.key,
+                method=self.method,
+                path=self.path,
+                token=self.token,
+                lease_ms=self.lease_ms,
+                lifetime_ms=self.lifetime_ms,
             )
-            if record is not None and fresh:
-                if (record.method, record.path) != (request.method, request.url.path):
-                    raise UnprocessableEntityError(
-                        "Idempotency-Key was already used for a different request"
-                    )
-                body = record.body.encode()
-                if record.metadata_location is not None:
-                    document = await run_in_threadpool(
-                        svc.catalog.metadata_document,
-                        svc.warehouse_for_prefix(prefix(request)),
-                        record.metadata_location,
-                    )
-                    body = orjson.dumps({**orjson.loads(body), "metadata": document})
-                return Response(
-                    body or None,
-                    status_code=record.status,
-                    media_type="application/json" if body else None,
+            if attempt.claimed:
+                outcome = await self._run_claimed(attempt.record, handler)
+                if outcome is not None:
+                    return outcome
+                # Taken over while it ran (its lease ran out): the other request's
+                # outcome is this request's too.
+            else:
+                answer = await self._answer_from(attempt.record)
+                if answer is not None:
+                    return answer
+            if time.monotonic() > deadline:
+                raise ServiceUnavailableError(
+                    "A request with the same Idempotency-Key is still in progress; retry later"
                 )
-            try:
-                response = await handler()
-            except CatalogError as exc:
-                # Rendered here (not by the app's handler) so a final 4xx is recorded too.
-                response = error_response(exc.status, exc.error_type, exc.message)
-            if response.status_code < 500 and response.status_code not in _NOT_FINAL:
-                try:
-                    await run_in_threadpool(_record, request, key, response, lifetime_ms)
-                except Exception:
-                    # The outcome stands; only a retry with this key would run again.
-                    log.warning("could not record Idempotency-Key outcome", exc_info=True)
-            return response
-    finally:
-        # Forget the lock once no request with this key is running or waiting.
-        lock, users = _in_flight[key]
-        if users <= 1:
-            del _in_flight[key]
-        else:
-            _in_flight[key] = (lock, users - 1)
+            await asyncio.sleep(_POLL_S)
+
+    async def _run_claimed(
+        self, record: IdempotencyRecord, handler: Callable[[], Awaitable[Response]]
+    ) -> Response | None:
+        held = HeldClaim(record.id, self.token, self.ctx.actor, self.ctx.request_id)
+        binding = hold(held)
+        try:
+            response = await handler()
+        except IdempotentReplay:
+            return None
+        except CatalogError as exc:
+            # Rendered here (not by the app's handler) so a final 4xx is recorded too.
+            response = error_response(exc.status, exc.error_type, exc.message)
+        finally:
+            release_hold(binding)
+        status = response.status_code
+        try:
+            if status < 500 and status not in _NOT_FINAL:
+                body, location = _recordable(bytes(response.body))
+                recorded = await run_in_threadpool(
+                    self.svc.catalog.complete_idempotency,
+                    self.ctx,
+                    key=self.key,
+                    token=self.token,
+                    status=status,
+                    body=body,
+                    metadata_location=location,
+                )
+                if recorded is not None and recorded.claim_token != self.token:
+                    return None  # taken over: the other request's outcome is the answer
+            else:
+                await run_in_threadpool(
+                    self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
+                )
+        except Exception:
+            # The answer stands. The key's claim says whether the command landed, so a
+            # retry still gets one outcome: answered from the log, or run again.
+            log.warning("could not record the Idempotency-Key outcome", exc_info=True)
+        return response
+
+    async def _answer_from(self, record: IdempotencyRecord) -> Response | None:
+        """The answer another request's claim gives this one, or None to keep waiting."""
+        if (record.method, record.path) != (self.method, self.path):
+            raise UnprocessableEntityError(
+                "Idempotency-Key was already used for a different request"
+            )
+        if record.has_outcome:
+            return await self._replay(record.status or 200, record.body, record.metadata_location)
+        if not record.landed:
+            return None
+        if time.time() * 1000 - record.claimed_at_ms < _LANDED_GRACE_MS:
+            return None  # its request is most likely recording its answer right now
+        body = _landed_body(self.request, await self._request_json(), record.landed_location)
+        status = 204 if body is None else 200
+        recorded = await run_in_threadpool(
+            self.svc.catalog.complete_idempotency,
+            self.ctx,
+            key=self.key,
+            token=self.token,
+            status=status,
+            body=orjson.dumps(body).decode() if body is not None else "",
+            metadata_location=record.landed_location,
+        )
+        if recorded is None or not recorded.has_outcome:
+            return None
+        return await self._replay(
+            recorded.status or 200, recorded.body, recorded.metadata_location
+        )
+
+    async def _replay(self, status: int, body: str, metadata_location: str | None) -> Response:
+        if not body:
+            return Response(status_code=status)
+        if metadata_location is None:
+            return Response(body.encode(), status_code=status, media_type="application/json")
+        answer: dict[str, Any] = orjson.loads(body)
+        warehouse_id = self.svc.warehouse_for_prefix(prefix(self.request))
+        document = await run_in_threadpool(
+            self.svc.catalog.metadata_document, warehouse_id, metadata_location
+        )
+        answer["metadata"] = document
+        if "config" in answer:
+            answer.pop("config")
+            name = _tabular_name(self.request, await self._request_json())
+            if _is_view_route(self.request) or name is None:
+                answer["config"] = {}
+            else:
+                access = await run_in_threadpool(
+                    table_access, self.request, warehouse_id, name, str(document["location"])
+                )
+                answer |= access.response_fields()
+        return json_response(answer, status)
+
+    async def _request_json(self) -> Any:
+        raw = await self.request.body()
+        try:
+            return orjson.loads(raw) if raw.strip() else None
+        except orjson.JSONDecodeError:
+            return None
 
 
-def _record(request: Request, key: str, response: Response, lifetime_ms: int) -> None:
-    body = bytes(response.body)
-    location = None
-    if body:
-        parsed = orjson.loads(body)
-        if isinstance(parsed, dict) and "metadata" in parsed and parsed.get("metadata-location"):
-            # Keep the location, not the document: the file is immutable.
-            location = str(parsed["metadata-location"])
-            parsed.pop("metadata")
-            body = orjson.dumps(parsed)
-    services(request).catalog.record_idempotency(
-        context(request),
-        key=key,
-        method=request.method,
-        path=request.url.path,
-        status=response.status_code,
-        body=body.decode(),
-        metadata_location=location,
-        lifetime_ms=lifetime_ms,
-    )
+def _recordable(body: bytes) -> tuple[str, str | None]:
+    """The response body to record, and its metadata location when it is a table or view
+    answer: without the document and the storage configuration (kept as `{}`, a marker
+    that the answer carries one), which are rebuilt on replay."""
+    if not body:
+        return "", None
+    parsed = orjson.loads(body)
+    if not (isinstance(parsed, dict) and parsed.get("metadata-location")):
+        return body.decode(), None
+    location = str(parsed["metadata-location"])
+    kept = {k: v for k, v in parsed.items() if k not in _REBUILT}
+    if "config" in parsed:
+        kept["config"] = {}
+    return orjson.dumps(kept).decode(), location
+
+
+def _template(request: Request) -> str:
+    route = request.scope.get("route")
+    return str(getattr(route, "path", ""))
+
+
+def _is_view_route(request: Request) -> bool:
+    template = _template(request)
+    return "/views" in template or template.endswith("/register-view")
+
+
+def _tabular_name(request: Request, body: Any) -> TabularName | None:
+    """The table a create/register (name in the body) or commit (name in the path) is for."""
+    params = request.path_params
+    if "namespace" not in params:
+        return None
+    ns = namespace_param(request)
+    for key in ("table", "view"):
+        if key in params:
+            return TabularName(ns, path_param(request, key))
+    if isinstance(body, dict) and isinstance(body.get("name"), str):
+        return TabularName(ns, body["name"])
+    return None
+
+
+def _landed_body(request: Request, body: Any, location: str | None) -> dict[str, Any] | None:
+    """What a request whose command landed would have answered, rebuilt from the request
+    and the log (its request died before answering). None: 204, no content."""
+    if location is not None:
+        template = _template(request)
+        answer: dict[str, Any] = {"metadata-location": location}
+        if not template.endswith("/tables/{table}"):  # a load result, not a commit result
+            answer["config"] = {}
+        return answer
+    if request.method == "DELETE" or _template(request).endswith(
+        ("/transactions/commit", "/rename")
+    ):
+        return None
+    data = body if isinstance(body, dict) else {}
+    if _template(request).endswith("/properties"):
+        removals = data.get("removals") or []
+        updates = data.get("updates") or {}
+        return {"updated": sorted(updates), "removed": sorted(removals), "missing": []}
+    if _template(request).endswith("/namespaces"):
+        return {"namespace": data.get("namespace"), "properties": data.get("properties") or {}}
+    return {}
+

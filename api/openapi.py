@@ -423,11 +423,35 @@ def _audit_paths() -> dict[str, Any]:
             "get": {
                 "operationId": "getCatalogAsOf",
                 "tags": ["audit"],
-                "summary": "The catalog as of a log position or a time",
+                "summary": "The catalog as of a log position or a time, one page at a time",
+                "description": (
+                    "Projects, warehouses, namespaces, tables and views as they were after "
+                    "the last event at or before `position` (or `time`), read from the "
+                    "catalog history. A page holds at most `page-size` namespaces, tables "
+                    "and views, in the order (warehouse id, namespace levels, kind, name, "
+                    "id), nested under their warehouses and namespaces; a namespace that "
+                    "started on an earlier page is repeated as a container with "
+                    '`"continued": true`. Every page lists all projects. Pass '
+                    "`next-page-token` as `page-token` (with the same other parameters) "
+                    "for the next page; it is null on the last. A page may hold fewer "
+                    "objects than `page-size` (it reads a bounded number of rows) and "
+                    "still have a next one. Later pages answer as of the position of the "
+                    "first."
+                ),
                 "parameters": [
                     _query("position", {"type": "integer", "minimum": 0}, "A log position"),
                     _query("time", {"type": "string", "format": "date-time"}, "Or a time"),
                     _query("warehouse-id", uuid, "Only this warehouse"),
+                    _query(
+                        "page-size",
+                        {"type": "integer", "minimum": 1, "maximum": 1000},
+                        "Namespaces, tables and views per page at most (1000)",
+                    ),
+                    _query(
+                        "page-token",
+                        {"type": "string"},
+                        "The previous page's next-page-token",
+                    ),
                 ],
                 "responses": {
                     "200": _ok("The catalog then", "CatalogAsOf"),
@@ -483,12 +507,13 @@ def _audit_schemas() -> dict[str, Any]:
         },
         "CatalogAsOf": {
             "type": "object",
-            "required": ["position", "time", "projects", "warehouses"],
+            "required": ["position", "time", "projects", "warehouses", "next-page-token"],
             "properties": {
                 "position": {"type": "integer"},
                 "time": text_or_null,
                 "projects": {"type": "array", "items": {"type": "object"}},
                 "warehouses": {"type": "array", "items": {"type": "object"}},
+                "next-page-token": text_or_null,
             },
         },
     }

@@ -27,6 +27,7 @@ from domain.errors import (
     NotFoundError,
     ServiceUnavailableError,
 )
+from domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, held_claim
 from domain.json_limits import check_json_depth
 from domain.namespace import Namespace
 from domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
@@ -102,6 +103,12 @@ class MetadataCache:
         directory = location.rpartition("/")[0]
         if self._newest.get(directory) == location:
             del self._newest[directory]
+
+
+def _metadata_location(hints: dict[str, bytes] | None) -> str | None:
+    """The metadata file an append wrote, when it wrote exactly one (its answer's)."""
+    found = [key for key in hints or () if key.endswith(".metadata.json")]
+    return found[0] if len(found) == 1 else None
 
 
 def gunzip_bounded(data: bytes, limit: int) -> bytes:
@@ -192,12 +199,38 @@ class CatalogBase(Application[UUID]):
         so the inline projection need not fold them again.
         """
         present = [a for a in aggregates if a is not None]
-        return self._committer.save(present, hints or {})
+        held = held_claim()
+        if held is None or held.landed or not present:
+            return self._committer.save(present, hints or {})
+        # The request holds an Idempotency-Key: its command's first append lands the key,
+        # in the same transaction, so that the key cannot land twice (ADR 0012).
+        record = self._held_record(held)
+        if not record.landed:  # else: an earlier append of ours landed, unacknowledged
+            record.land(_metadata_location(hints), actor=held.actor, request_id=held.request_id)
+            present.append(record)
+        position = self._committer.save(present, hints or {})
+        held.landed = True
+        return position
+
+    def _held_record(self, held: HeldClaim) -> IdempotencyRecord:
+        """The key this request holds; IdempotentReplay when another request took it over."""
+        record = self.get_or_none(held.record_id, IdempotencyRecord)
+        if record is None or not record.held_by(held.token):
+            raise IdempotentReplay
+        return record
+
+    def _check_claim(self) -> None:
+        """Before each attempt of a command: stop if the request's Idempotency-Key was taken
+        over meanwhile (its answer is the other request's, not a fresh 409)."""
+        held = held_claim()
+        if held is not None and not held.landed:
+            self._held_record(held)
 
     def retrying(self, attempt: Callable[[], R]) -> R:
         """Run a command attempt until it does not collide with a concurrent writer."""
         for n in range(MAX_ATTEMPTS):
             check_cancelled()
+            self._check_claim()
             try:
                 return attempt()
             except ConcurrentChange:

@@ -15,6 +15,7 @@ the batch is replayed one command at a time, so exactly the conflicting commands
 from __future__ import annotations
 
 import contextlib
+import logging
 import queue
 import threading
 import time
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from eventsourcing.application import Application
 
 MAX_BATCH = 64
+log = logging.getLogger("icelog.commands")
 
 
 class ConcurrentChange(Exception):
@@ -146,13 +148,18 @@ class GroupCommitter:
         ids = self._app.recorder.insert_events(
             stored, inline_events=processing.events, inline_hints=hints
         )
-        with contextlib.suppress(Exception):  # the events are in: a hook must not fail them
-            self._on_append(time.perf_counter() - started, len(batch))
-        self._app._take_snapshots(processing)
         offset = 0
         for item in batch:
             offset += len(item.events)
             item.position = ids[offset - 1] if item.events and ids else 0
+        # The events are in: nothing after this point may report the saves as failed.
+        with contextlib.suppress(Exception):
+            self._on_append(time.perf_counter() - started, len(batch))
+        try:
+            self._app._take_snapshots(processing)
+        except Exception:
+            # Snapshots only make loading faster; the next save takes them again.
+            log.warning("could not take snapshots after an append", exc_info=True)
 
     def _map(self, events: list[Any]) -> list[StoredEvent]:
         return [self._app.mapper.to_stored_event(event) for event in events]

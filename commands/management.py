@@ -9,13 +9,14 @@ from uuid import UUID, uuid4
 from commands.base import CatalogBase
 from commands.storage import (
     StoragePolicy,
+    check_storage_access,
     credential_for,
     storage_root,
     validate_storage_profile,
 )
 from commands.storage.s3_profile import normalize_s3_profile
 from domain.claims import NameClaim, claim
-from domain.context import RequestContext
+from domain.context import SYSTEM, RequestContext
 from domain.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -32,6 +33,9 @@ from domain.storage_roots import STORAGE_ROOTS_ID, StorageRoots
 from domain.warehouse import Warehouse
 
 R = TypeVar("R")
+# How long a replaced or deleted warehouse's credential stays readable: far longer than
+# any replica keeps a storage profile cached (commands/base.py STORAGE_PROFILE_TTL_S).
+CREDENTIAL_GRACE_S = 60.0
 HARD_DELETE: dict[str, Any] = {"type": "hard"}
 # Changing any of these points the stored credential at another store: the request must
 # carry the credential again (a caller could otherwise have the server sign with it
@@ -183,14 +187,16 @@ class ManagementCommands(CatalogBase):
         check_access: bool = True,
     ) -> UUID:
         validate_name(name, "warehouse-name")
+        deletion = validate_delete_profile(delete_profile)
         profile, credential = validate_storage_profile(
-            storage_profile,
-            storage_credential,
-            check_access=check_access,
-            policy=self.storage_policy,
+            storage_profile, storage_credential, check_access=False, policy=self.storage_policy
         )
         root = storage_root(profile)
-        deletion = validate_delete_profile(delete_profile)
+        # Before the access check, which creates a file root: a refused warehouse must leave
+        # nothing behind (the claim in the append below is what decides, under races).
+        self._storage_roots(SYSTEM).check_free(root)
+        if check_access:
+            check_storage_access(profile, credential)
         warehouse_id = uuid4()
         secret_id = self._seal_credential(profile, credential)
 
@@ -349,7 +355,7 @@ class ManagementCommands(CatalogBase):
         # deleted so that a revoked key does not linger, even encrypted.
         for old in replaced:
             if self.secrets is not None:
-                self.secrets.delete(UUID(old))
+                self.secrets.retire(UUID(old), CREDENTIAL_GRACE_S)
 
     def rename_warehouse(self, ctx: RequestContext, warehouse_id: UUID, name: str) -> None:
         validate_name(name, "new-name")
@@ -406,4 +412,4 @@ class ManagementCommands(CatalogBase):
 
         credential_id = self.retrying(attempt)
         if credential_id is not None and self.secrets is not None:
-            self.secrets.delete(UUID(str(credential_id)))
+            self.secrets.retire(UUID(str(credential_id)), CREDENTIAL_GRACE_S)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
@@ -21,9 +22,13 @@ from domain.errors import (
     BadRequestError,
     CatalogError,
     CommitFailedError,
+    CommitStateUnknownError,
     LocationTakenError,
     NoSuchTableError,
+    NothingAppendedError,
+    ServiceUnavailableError,
 )
+from domain.idempotency import IdempotentReplay
 from domain.identifiers import NamespaceName, TabularName, tabular_claim_id
 from domain.locations import (
     Location,
@@ -45,6 +50,8 @@ from domain.table_metadata import (
 )
 from domain.view import View
 from domain.warehouse import Warehouse
+
+log = logging.getLogger("icelog.commands")
 
 
 @dataclass(frozen=True)
@@ -320,25 +327,78 @@ class TableCommands(NamespaceCommands):
         md_location: str,
         *aggregates: Any,
         hint: bytes,
+        unknown: type[CatalogError] = ServiceUnavailableError,
     ) -> None:
-        """Append; if a concurrent writer won, remove the now-orphaned metadata file.
+        """Append a command that wrote the metadata file `md_location`; see `append_known`."""
+        probe = next(a for a in aggregates if isinstance(a, (Table, View)))
+        self.append_known(
+            file_io,
+            [md_location],
+            (probe, md_location),
+            *aggregates,
+            hints={md_location: hint},
+            unknown=unknown,
+        )
 
-        A conflict can also be our own append: the connection died after PostgreSQL
-        committed it, and the library's retry of the insert then collided with it. That
-        commit happened, so it is reported as done (and its file kept), not as a conflict.
+    def append_known(
+        self,
+        file_io: FileIO | None,
+        written: list[str],
+        probe: tuple[Any, str],
+        *aggregates: Any,
+        hints: dict[str, bytes],
+        unknown: type[CatalogError] = ServiceUnavailableError,
+    ) -> None:
+        """Append, and decide what to do with the files written for it from the append's
+        KNOWN outcome (issue 16): the files are deleted only when the append certainly did
+        not happen.
+
+        - It landed: done — also when the save failed after the database committed (a
+          connection lost on COMMIT, an error after the insert), found by reading the log.
+        - A conflict, or a failure after which the log shows the events are not there: the
+          files are removed and the error raised (a conflict makes the command start over).
+        - The log cannot be read: nobody knows. The files stay — a metadata file the log
+          names must never be deleted — and `unknown` is raised (a 5xx: the client must not
+          clean up, and reloads to see the outcome).
+
+        `probe` is (an aggregate of the append, the metadata location its new event names):
+        with the event's request id, unique to this attempt.
         """
         try:
-            self.save_all(*aggregates, hints={md_location: hint})
-        except ConcurrentChange:
-            if any(self._landed(aggregate, md_location) for aggregate in aggregates):
-                return
-            with contextlib.suppress(OSError):
-                file_io.delete(md_location)
-            raise
+            self.save_all(*aggregates, hints=hints)
+            return
+        except (ConcurrentChange, IdempotentReplay, NothingAppendedError) as exc:
+            failure: BaseException = exc
+            landed: bool | None = (
+                self._landed_or_unknown(*probe) if isinstance(exc, ConcurrentChange) else False
+            )
+        except BaseException as exc:
+            failure = exc
+            landed = self._landed_or_unknown(*probe)
+        if landed:
+            return
+        if landed is None:
+            raise unknown(
+                "The outcome of this change is unknown (the database did not confirm it): "
+                "reload to see whether it was applied"
+            ) from failure
+        if file_io is not None:
+            for location in written:
+                with contextlib.suppress(OSError, CatalogError):
+                    file_io.delete(location)
+        raise failure
+
+    def _landed_or_unknown(self, aggregate: Any, md_location: str) -> bool | None:
+        try:
+            return self._landed(aggregate, md_location)
+        except Exception:
+            log.warning("could not read the log to resolve an append's outcome", exc_info=True)
+            return None
 
     def _landed(self, aggregate: Any, md_location: str) -> bool:
         """Whether the event this process tried to append as `aggregate`'s current version
-        is in the log (compared by the metadata file it names, unique per attempt)."""
+        is in the log (compared by the metadata file it names: unique per attempt, or — for
+        a register — on a table id that is new per attempt)."""
         version = aggregate.version
         stored = self.recorder.select_events(aggregate.id, gt=version - 1, lte=version)
         if not stored:
@@ -429,7 +489,13 @@ class TableCommands(NamespaceCommands):
                     self.load_metadata(table.metadata_location, file_io),
                 )
             try:
-                self._save_or_forget(file_io, staged.location, table, hint=staged.data)
+                self._save_or_forget(
+                    file_io,
+                    staged.location,
+                    table,
+                    hint=staged.data,
+                    unknown=CommitStateUnknownError,
+                )
             except ConcurrentChange:
                 self._recent_tables.pop(table.id, None)
                 raise
@@ -509,28 +575,42 @@ class TableCommands(NamespaceCommands):
                     if step is not None:
                         staged.append(step)
                         staged_tables.append(table)
-                if staged:
-                    try:
-                        self.save_all(*tables.values(), hints={s.location: s.data for s in staged})
-                    except ConcurrentChange:
-                        # Our own append, committed before the connection died? (see
-                        # _save_or_forget). The last change of a table names its file.
-                        last = {t.id: s for t, s in zip(staged_tables, staged, strict=True)}
-                        table_id, step = next(iter(last.items()))
-                        if not self._landed(tables[table_id], step.location):
-                            raise
             except BaseException:
-                for step in staged:
-                    with contextlib.suppress(OSError):
-                        file_io.delete(step.location)
-                for table_id in tables:
-                    self._recent_tables.pop(table_id, None)
+                # Nothing was appended: every file of this attempt is an orphan.
+                self._forget_staged(file_io, staged, tables)
                 raise
+            if staged:
+                # One table's last change names its file; the append is atomic, so one
+                # table tells for all.
+                last = {t.id: s for t, s in zip(staged_tables, staged, strict=True)}
+                table_id, step = next(iter(last.items()))
+                try:
+                    self.append_known(
+                        file_io,
+                        [s.location for s in staged],
+                        (tables[table_id], step.location),
+                        *tables.values(),
+                        hints={s.location: s.data for s in staged},
+                        unknown=CommitStateUnknownError,
+                    )
+                except BaseException:
+                    for known in tables:
+                        self._recent_tables.pop(known, None)
+                    raise
             for table in tables.values():
                 self._remember_table(table)
 
         with _commit_turn(warehouse_id, [name for name, _r, _u in changes]):
             self.retrying(attempt)
+
+    def _forget_staged(
+        self, file_io: FileIO, staged: list[_Staged], tables: dict[UUID, Table]
+    ) -> None:
+        for step in staged:
+            with contextlib.suppress(OSError, CatalogError):
+                file_io.delete(step.location)
+        for table_id in tables:
+            self._recent_tables.pop(table_id, None)
 
     @staticmethod
     def _delete_expired_metadata_files(
@@ -663,7 +743,15 @@ class TableCommands(NamespaceCommands):
                 request_id=ctx.request_id,
             )
             ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(name_claim, table, ns, hints={metadata_location: orjson.dumps(metadata)})
+            self.append_known(
+                None,
+                [],
+                (table, metadata_location),
+                name_claim,
+                table,
+                ns,
+                hints={metadata_location: orjson.dumps(metadata)},
+            )
             return TableState(table_id, metadata_location, metadata)
 
         with namespace_turn(warehouse_id, name.namespace):

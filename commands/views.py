@@ -10,7 +10,12 @@ from commands.base import now_ms
 from commands.tables import TableCommands, TableState, metadata_dir, namespace_turn
 from domain.claims import NameClaim, claim
 from domain.context import RequestContext
-from domain.errors import AlreadyExistsError, BadRequestError, NoSuchViewError
+from domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    CommitStateUnknownError,
+    NoSuchViewError,
+)
 from domain.identifiers import TabularName, tabular_claim_id
 from domain.locations import Location
 from domain.metadata_state import Metadata
@@ -158,7 +163,15 @@ class ViewCommands(TableCommands):
             name_claim = self._view_claim(existing, warehouse_id, name, view_id, ctx)
             ns.add_child("view", view_id, actor=ctx.actor, request_id=ctx.request_id)
             hint = self.remember_metadata(metadata_location, metadata)
-            self.save_all(name_claim, view, ns, hints={metadata_location: hint})
+            self.append_known(
+                None,
+                [],
+                (view, metadata_location),
+                name_claim,
+                view,
+                ns,
+                hints={metadata_location: hint},
+            )
             return TableState(view_id, metadata_location, metadata)
 
         with namespace_turn(warehouse_id, name.namespace):
@@ -200,7 +213,9 @@ class ViewCommands(TableCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self._save_or_forget(file_io, md_location, view, hint=data)
+            self._save_or_forget(
+                file_io, md_location, view, hint=data, unknown=CommitStateUnknownError
+            )
             return TableState(view.id, md_location, metadata)
 
         return self.retrying(attempt)

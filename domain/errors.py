@@ -119,6 +119,11 @@ class ServiceUnavailableError(CatalogError):
     error_type = "ServiceUnavailableException"
 
 
+class NothingAppendedError(ServiceUnavailableError):
+    """A storage failure that proves the append did not happen (a lock wait that ran out
+    before the insert): the command's files can go, and a retry is safe."""
+
+
 class LocationTakenError(ConflictError):
     """A table location equals, contains or lies inside another live table's location."""
 

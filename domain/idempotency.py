@@ -1,11 +1,17 @@
-"""Idempotency keys: the first final outcome of a mutating request, kept for replay.
+"""Idempotency keys: one outcome per key, on any replica and any worker (ADR 0012).
 
-The aggregate id is derived from the key, so every replica finds the same record, and two
-replicas recording one key collide on the event version instead of both winning.
+The aggregate id is derived from the key, so every replica finds the same record. A request
+carrying a key first *claims* it (an append: two requests claiming at once collide on the
+event version, so exactly one runs). The command it runs appends `landed` to the key in the
+SAME append as its own events — so a key can never be landed twice, even by a request that
+took over an abandoned claim while the first was still running — and the response is
+recorded after. Losers wait for that outcome and answer with it.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid5
 
@@ -14,13 +20,20 @@ from eventsourcing.domain import Aggregate
 from domain.identifiers import ICELOG_NAMESPACE
 
 
+class IdempotentReplay(Exception):
+    """Another request with the same Idempotency-Key has taken it over or already applied
+    the change: the command stops before appending, and the request is answered with that
+    request's outcome."""
+
+
 def idempotency_id(key: str) -> UUID:
     return uuid5(ICELOG_NAMESPACE, f"idempotency:{key.lower()}")
 
 
 class IdempotencyRecord(Aggregate):
-    """What a request carrying an Idempotency-Key answered. Large table/view results are
-    kept as their (immutable) metadata location, not the document, so the log stays small."""
+    """A key's claim, whether its command landed, and what the request answered. Table and
+    view results are kept as their (immutable) metadata location, never the document nor
+    the storage configuration (which can hold vended credentials)."""
 
     TOPIC = "icelog.idempotency-key"
 
@@ -29,10 +42,70 @@ class IdempotencyRecord(Aggregate):
         actor: str
         request_id: str
 
-    class Recorded(Event, Aggregate.Created):
-        """First outcome of `key`; `body` is the response without `metadata` when
-        `metadata_location` is set (the document is re-read from there on replay)."""
+    class Claimed(Event, Aggregate.Created):
+        """A request with this key started; it may run until `lease_until_ms`. `token`
+        names this claim (a request id may repeat: clients reuse them on retries)."""
 
+        TOPIC = "icelog.idempotency-key.claimed.v1"
+        key: str
+        method: str
+        path: str
+        token: str
+        claimed_at_ms: int
+        lease_until_ms: int
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.key = self.key
+            _claim(aggregate, self)
+
+    class Reclaimed(Event):
+        """Claimed again: the earlier claim ran out without an outcome (its request died),
+        or the recorded outcome outlived the key's lifetime."""
+
+        TOPIC = "icelog.idempotency-key.reclaimed.v1"
+        method: str
+        path: str
+        token: str
+        claimed_at_ms: int
+        lease_until_ms: int
+
+        def apply(self, aggregate: Any) -> None:
+            _claim(aggregate, self)
+
+    class Landed(Event):
+        """The claimant's command appended its events — in this same append."""
+
+        TOPIC = "icelog.idempotency-key.landed.v1"
+        metadata_location: str | None
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.landed = True
+            aggregate.landed_location = self.metadata_location
+
+    class Completed(Event):
+        """The claimant's request answered `status`; `body` without `metadata` or storage
+        configuration when `metadata_location` is set (rebuilt from there on replay)."""
+
+        TOPIC = "icelog.idempotency-key.completed.v1"
+        status: int
+        body: str
+        metadata_location: str | None
+        recorded_at_ms: int
+
+        def apply(self, aggregate: Any) -> None:
+            _outcome(aggregate, self)
+
+    class Released(Event):
+        """The claimant gave the key up without landing (a 5xx, which is not final)."""
+
+        TOPIC = "icelog.idempotency-key.released.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.claim_token = None
+            aggregate.lease_until_ms = 0
+
+    # Written before claims existed: a first outcome recorded after the request ran.
+    class Recorded(Event, Aggregate.Created):
         TOPIC = "icelog.idempotency-key.recorded.v1"
         key: str
         method: str
@@ -43,11 +116,13 @@ class IdempotencyRecord(Aggregate):
         recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
-            _set(aggregate, self)
+            aggregate.key = self.key
+            aggregate.method, aggregate.path = self.method, self.path
+            aggregate.claim_token, aggregate.claimed_at_ms, aggregate.lease_until_ms = None, 0, 0
+            aggregate.landed, aggregate.landed_location = True, self.metadata_location
+            _outcome(aggregate, self)
 
     class Rerecorded(Event):
-        """The key was used again after its lifetime had passed."""
-
         TOPIC = "icelog.idempotency-key.rerecorded.v1"
         key: str
         method: str
@@ -58,18 +133,148 @@ class IdempotencyRecord(Aggregate):
         recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
-            _set(aggregate, self)
+            aggregate.method, aggregate.path = self.method, self.path
+            aggregate.landed, aggregate.landed_location = True, self.metadata_location
+            _outcome(aggregate, self)
 
     if TYPE_CHECKING:
         key: str
         method: str
         path: str
-        status: int
+        claim_token: str | None  # the claim in force
+        claimed_at_ms: int
+        lease_until_ms: int
+        landed: bool
+        landed_location: str | None
+        status: int | None  # None until the outcome is recorded
         body: str
         metadata_location: str | None
         recorded_at_ms: int
 
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def has_outcome(self) -> bool:
+        return self.status is not None
 
-def _set(aggregate: Any, event: IdempotencyRecord.Recorded | IdempotencyRecord.Rerecorded) -> None:
-    for field in ("key", "method", "path", "status", "body", "metadata_location", "recorded_at_ms"):
-        setattr(aggregate, field, getattr(event, field))
+    def held_by(self, token: str) -> bool:
+        return self.claim_token == token and not self.has_outcome
+
+    # -- commands --------------------------------------------------------------------------
+    def reclaim(
+        self,
+        *,
+        method: str,
+        path: str,
+        token: str,
+        now_ms: int,
+        lease_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        self.trigger_event(
+            self.Reclaimed,
+            method=method,
+            path=path,
+            token=token,
+            claimed_at_ms=now_ms,
+            lease_until_ms=now_ms + lease_ms,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def land(self, metadata_location: str | None, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.Landed, metadata_location=metadata_location, actor=actor, request_id=request_id
+        )
+
+    def complete(
+        self,
+        *,
+        status: int,
+        body: str,
+        metadata_location: str | None,
+        now_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        self.trigger_event(
+            self.Completed,
+            status=status,
+            body=body,
+            metadata_location=metadata_location,
+            recorded_at_ms=now_ms,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def release(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Released, actor=actor, request_id=request_id)
+
+
+def _claim(aggregate: Any, event: Any) -> None:
+    aggregate.method, aggregate.path = event.method, event.path
+    aggregate.claim_token = event.token
+    aggregate.claimed_at_ms = event.claimed_at_ms
+    aggregate.lease_until_ms = event.lease_until_ms
+    aggregate.landed, aggregate.landed_location = False, None
+    aggregate.status, aggregate.body = None, ""
+    aggregate.metadata_location, aggregate.recorded_at_ms = None, 0
+
+
+def _outcome(aggregate: Any, event: Any) -> None:
+    aggregate.status = event.status
+    aggregate.body = event.body
+    aggregate.metadata_location = event.metadata_location
+    aggregate.recorded_at_ms = event.recorded_at_ms
+
+
+def new_claim(
+    key: str,
+    *,
+    method: str,
+    path: str,
+    token: str,
+    now_ms: int,
+    lease_ms: int,
+    actor: str,
+    request_id: str,
+) -> IdempotencyRecord:
+    return IdempotencyRecord._create(
+        IdempotencyRecord.Claimed,
+        id=idempotency_id(key),
+        key=key,
+        method=method,
+        path=path,
+        token=token,
+        claimed_at_ms=now_ms,
+        lease_until_ms=now_ms + lease_ms,
+        actor=actor,
+        request_id=request_id,
+    )
+
+
+# -- the claim a request holds, seen by the command's append ---------------------------------
+@dataclass
+class HeldClaim:
+    """The key a running request holds: its first append lands the key with it."""
+
+    record_id: UUID
+    token: str
+    actor: str
+    request_id: str
+    landed: bool = False
+
+
+_HELD: ContextVar[HeldClaim | None] = ContextVar("icelog_idempotency_claim", default=None)
+
+
+def hold(claim: HeldClaim) -> Token[HeldClaim | None]:
+    return _HELD.set(claim)
+
+
+def release_hold(token: Token[HeldClaim | None]) -> None:
+    _HELD.reset(token)
+
+
+def held_claim() -> HeldClaim | None:
+    return _HELD.get()

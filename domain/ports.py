@@ -80,3 +80,6 @@ class SecretVault(Protocol):
 
     def delete(self, secret_id: UUID) -> None:
         """Forget a secret (no error when it is gone)."""
+
+    def retire(self, secret_id: UUID, after_s: float) -> None:
+        """Forget a secret once `after_s` seconds have passed (replicas may still use it)."""

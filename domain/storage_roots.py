@@ -84,13 +84,17 @@ class StorageRoots(Aggregate):
                 return warehouse_id
         return None
 
-    def claim(self, warehouse_id: UUID, location: Location, *, actor: str, request_id: str) -> None:
-        other = self.overlapping(location, except_id=warehouse_id)
+    def check_free(self, location: Location, *, except_id: UUID | None = None) -> None:
+        """409 when `location` overlaps a live warehouse's root."""
+        other = self.overlapping(location, except_id=except_id)
         if other is not None:
             raise StorageOverlapError(
                 f"The storage location {location} overlaps the storage of warehouse {other}; "
                 "warehouses never share storage"
             )
+
+    def claim(self, warehouse_id: UUID, location: Location, *, actor: str, request_id: str) -> None:
+        self.check_free(location, except_id=warehouse_id)
         self.trigger_event(
             self.RootClaimed,
             warehouse_id=warehouse_id,

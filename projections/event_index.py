@@ -71,7 +71,8 @@ class EventIndex(SqlStore):
         found = self._run("SELECT max(position) FROM icelog_event_index")
         return int(found[0][0]) if found and found[0][0] is not None else 0
 
-    def write(self, rows: Sequence[IndexRow]) -> None:
+    def write(self, rows: Sequence[IndexRow], cur: Any = None) -> None:
+        """Index `rows`; with `cur`, inside that (write) transaction."""
         statement = (
             "INSERT INTO icelog_event_index (position, time, time_us, type, aggregate_id, version, "
             "actor, request_id, warehouse_id, namespace, tabular_id, subject, data) "
@@ -95,7 +96,10 @@ class EventIndex(SqlStore):
             )
             for r in rows
         ]
-        self._run_many(statement, values)
+        if cur is None:
+            self._run_many(statement, values)
+        elif values:
+            cur.executemany(self._sql(statement), values)
 
     def query(self, f: EventFilter) -> list[dict[str, Any]]:
         sql = (
@@ -152,6 +156,16 @@ class EventIndex(SqlStore):
             "SELECT max(position) FROM icelog_event_index WHERE time_us <= ?", (time_us,)
         )
         return int(found[0][0]) if found and found[0][0] is not None else 0
+
+    def moment(self, position: int) -> tuple[int, str | None]:
+        """The last indexed event at or before `position`: (its position, its time);
+        (0, None) when there is none."""
+        found = self._run(
+            "SELECT position, time FROM icelog_event_index WHERE position <= ? "
+            "ORDER BY position DESC LIMIT 1",
+            (position,),
+        )
+        return (int(found[0][0]), str(found[0][1])) if found else (0, None)
 
     def analyze(self) -> None:
         """Refresh planner statistics after a bulk catch-up (PostgreSQL would otherwise plan

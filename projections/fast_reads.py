@@ -38,7 +38,7 @@ _HEAD = (
     "SELECT id, metadata_location, version FROM icelog_tabulars "
     "WHERE warehouse_id = ? AND ns_key = ? AND name = ? AND kind = ?"
 )
-_DOC = "SELECT metadata, version FROM icelog_tabulars WHERE id = ?"
+_DOC = "SELECT metadata, version, metadata_location FROM icelog_tabulars WHERE id = ?"
 # Several lookups in one PostgreSQL query: (warehouse, namespace, name, kind) arrays,
 # each answer numbered by its lookup's place.
 _GROUP_HEAD = (
@@ -129,10 +129,13 @@ class SQLiteTabularReader:
         tid, location, version = head
         data = self._cache.get((tid, version))
         if data is None:
+            # A commit may land between the two reads: the document, its version and its
+            # location all come from this one row, never one version's location with
+            # another's document.
             doc = self._conn.execute(_DOC, (tid,)).fetchone()
             if doc is None:  # dropped between the two reads
                 return None
-            data, version = bytes(doc[0]), doc[1]
+            data, version, location = bytes(doc[0]), doc[1], doc[2]
             self._cache.put((tid, version), data)
         return TabularRow(tid, location, data, version)
 

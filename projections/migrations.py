@@ -38,7 +38,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.rows import tuple_row
 
-from projections import audit_chain, event_index, publisher_positions, secrets
+from projections import audit_chain, catalog_history, event_index, publisher_positions, secrets
 from projections.sql import Datastore, is_lock_timeout, write_transaction
 
 VERSION_TABLE = "icelog_schema_version"
@@ -120,6 +120,27 @@ def _append_function(cur: Any, target: Target) -> None:
             cur.execute(recorder.append_commits_function(), prepare=False)
 
 
+def _task_results(cur: Any, target: Target) -> None:
+    """The outcome of a succeeded task in the task queue (a purge's skipped files)."""
+    if target.dialect == "postgres":
+        cur.execute("ALTER TABLE icelog_tasks ADD COLUMN IF NOT EXISTS result TEXT")
+        return
+    cur.execute("PRAGMA table_info(icelog_tasks)")
+    if "result" not in {row[1] for row in cur.fetchall()}:
+        cur.execute("ALTER TABLE icelog_tasks ADD COLUMN result TEXT")
+
+
+def _retire_column(cur: Any, target: Target) -> None:
+    """A replaced storage credential is deleted after a grace period (issue 16)."""
+    if target.dialect == "postgres":
+        for statement in secrets.retire_column(target.dialect):
+            cur.execute(statement)
+        return
+    cur.execute("PRAGMA table_info(icelog_secrets)")
+    if "retire_at_ms" not in {row[1] for row in cur.fetchall()}:
+        cur.execute("ALTER TABLE icelog_secrets ADD COLUMN retire_at_ms BIGINT")
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "event store, snapshots, catalog read model, task queue", _event_store),
     Step(2, "change-event relay positions", _statements(lambda _d: [publisher_positions.SCHEMA])),
@@ -127,6 +148,9 @@ STEPS: tuple[Step, ...] = (
     Step(4, "event index", _statements(event_index.schema)),
     Step(5, "storage credentials (encrypted)", _statements(lambda _d: [secrets.SCHEMA])),
     Step(6, "one-statement append of commits (PostgreSQL function)", _append_function),
+    Step(7, "task outcomes in the task queue", _task_results),
+    Step(8, "grace period for replaced storage credentials", _retire_column),
+    Step(9, "catalog history (as-of)", _statements(catalog_history.schema)),
 )
 LATEST = STEPS[-1].version
 

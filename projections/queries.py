@@ -33,9 +33,12 @@ def encode_token(value: str) -> str:
 
 def decode_token(token: str) -> str:
     try:
-        return base64.urlsafe_b64decode(token.encode()).decode()
+        decoded = base64.urlsafe_b64decode(token.encode()).decode()
     except (ValueError, UnicodeDecodeError):
         raise BadRequestError(f"Invalid pageToken: {token!r}") from None
+    if "\x00" in decoded:  # never in a key we issue; PostgreSQL text cannot hold it
+        raise BadRequestError(f"Invalid pageToken: {token!r}")
+    return decoded
 
 
 class CatalogQueries:
@@ -274,7 +277,7 @@ class CatalogQueries:
     # -- tasks -----------------------------------------------------------------------------
     _TASK = (
         "SELECT id, queue, warehouse_id, entity_kind, entity_id, status, attempt, "
-        "max_attempts, due_at_ms, worker, last_error, payload, created_at, updated_at "
+        "max_attempts, due_at_ms, worker, last_error, payload, created_at, updated_at, result "
         "FROM icelog_tasks"
     )
 
@@ -295,6 +298,8 @@ class CatalogQueries:
             "payload": orjson.loads(r[11]),
             "created-at": r[12],
             "updated-at": r[13],
+            # What a succeeded attempt reported (a purge: files deleted, missing, skipped).
+            "result": orjson.loads(r[14]) if r[14] is not None else None,
         }
 
     def tasks(

@@ -74,7 +74,7 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         "entity_kind TEXT NOT NULL, entity_id TEXT NOT NULL, status TEXT NOT NULL, "
         f"attempt {big} NOT NULL, max_attempts {big} NOT NULL, due_at_ms {big} NOT NULL, "
         "worker TEXT, last_error TEXT, payload TEXT NOT NULL, "
-        "created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+        "created_at TEXT NOT NULL, updated_at TEXT NOT NULL, result TEXT)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_due ON {p}icelog_tasks (status, due_at_ms)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_by_warehouse "
         f"ON {p}icelog_tasks (warehouse_id, status)",

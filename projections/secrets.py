@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import time
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -22,8 +23,16 @@ from projections.sql import Datastore, SqlStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS icelog_secrets ("
-    "id TEXT PRIMARY KEY, key_id TEXT NOT NULL, nonce TEXT NOT NULL, sealed TEXT NOT NULL)"
+    "id TEXT PRIMARY KEY, key_id TEXT NOT NULL, nonce TEXT NOT NULL, sealed TEXT NOT NULL, "
+    "retire_at_ms BIGINT)"
 )
+
+
+def retire_column(dialect: str) -> list[str]:
+    """Migration 8: when a replaced credential may be deleted (NULL: in use)."""
+    if dialect == "postgres":
+        return ["ALTER TABLE icelog_secrets ADD COLUMN IF NOT EXISTS retire_at_ms BIGINT"]
+    return []  # SQLite: added by migrations._retire_column after a look at the table
 KEY_BYTES = 32
 
 
@@ -103,6 +112,27 @@ class SecretStore(SqlStore):
 
     def delete(self, secret_id: UUID) -> None:
         self._run("DELETE FROM icelog_secrets WHERE id = ?", (str(secret_id),), fetch=False)
+
+    def retire(self, secret_id: UUID, after_s: float) -> None:
+        """Delete a replaced secret once no replica can still use it: other replicas read a
+        warehouse's profile (and so which secret it names) from a short cache, and would
+        fail to reach the storage if the secret they name were gone. Retired secrets whose
+        time has come are deleted now."""
+        now = int(time.time() * 1000)
+        self._run(
+            "UPDATE icelog_secrets SET retire_at_ms = ? WHERE id = ?",
+            (now + int(after_s * 1000), str(secret_id)),
+            fetch=False,
+        )
+        self.sweep(now)
+
+    def sweep(self, now_ms: int) -> None:
+        """Delete the retired secrets whose time has come."""
+        self._run(
+            "DELETE FROM icelog_secrets WHERE retire_at_ms IS NOT NULL AND retire_at_ms < ?",
+            (now_ms,),
+            fetch=False,
+        )
 
     def rotate(self) -> int:
         """Re-encrypt every secret under the current key; returns how many changed."""

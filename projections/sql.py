@@ -17,7 +17,7 @@ from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.rows import DictRow, tuple_row
 from psycopg_pool import ConnectionPool
 
-from domain.errors import ServiceUnavailableError
+from domain.errors import NothingAppendedError, ServiceUnavailableError
 
 Datastore = SQLiteDatastore | PostgresDatastore
 log = logging.getLogger("icelog.db")
@@ -35,10 +35,10 @@ class DatabaseUnavailableError(OperationalError, ServiceUnavailableError):
     """
 
     def __init__(self, message: str) -> None:
-        ServiceUnavailableError.__init__(self, message)
+        NothingAppendedError.__init__(self, message)
 
 
-class DatabaseBusyError(PersistenceError, ServiceUnavailableError):
+class DatabaseBusyError(PersistenceError, NothingAppendedError):
     """A lock wait ran out (ICELOG_PG_LOCK_TIMEOUT_SECONDS): another session held a lock
     on what the statement needed for too long (a stuck writer, DDL, VACUUM FULL).
 
@@ -48,7 +48,7 @@ class DatabaseBusyError(PersistenceError, ServiceUnavailableError):
     writer. Nothing was appended, so the 503 is safe to retry."""
 
     def __init__(self, message: str) -> None:
-        ServiceUnavailableError.__init__(self, message)
+        NothingAppendedError.__init__(self, message)
 
 
 def is_lock_timeout(exc: BaseException) -> bool:

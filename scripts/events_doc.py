@@ -348,6 +348,13 @@ def run_scenario(cat: Catalog) -> None:
     cat.rest("POST", "/namespaces/sales/properties", body, headers=headers)
     time.sleep(cat.services.settings.idempotency_lifetime_seconds + 0.2)
     cat.rest("POST", "/namespaces/sales/properties", body, headers=headers)
+    # A 5xx is not a final outcome: the key is released for the retry, which succeeds.
+    retried = {"Idempotency-Key": str(uuid.uuid4())}
+    create = {"name": "retried", "schema": SCHEMA}
+    with storage_outage(cat.services.catalog):
+        url = f"/catalog/v1/{cat.warehouse_id}/namespaces/sales/tables"
+        cat._check(cat.client.post(url, json=create, headers=retried), 503)
+    cat.rest("POST", "/namespaces/sales/tables", create, headers=retried)
 
     # Soft delete: drops are kept for a while, then expire (a task each).
     cat.mgmt(
@@ -545,6 +552,11 @@ def storage_outage(catalog: Any) -> Iterator[None]:
         def delete(self, location: str) -> bool:
             raise ServiceUnavailableError(
                 f"Storage error: could not delete {location}: SlowDown (HTTP 503)"
+            )
+
+        def write_new(self, location: str, data: bytes) -> None:
+            raise ServiceUnavailableError(
+                f"Storage error: could not write {location}: SlowDown (HTTP 503)"
             )
 
     real = catalog.file_io
@@ -832,14 +844,37 @@ WHEN: dict[str, str] = {
         "The holder gave the name up: drop, soft drop, rename (the old name), warehouse "
         "rename or delete."
     ),
+    "icelog.idempotency-key.claimed.v1": (
+        "A mutating catalog request with an `Idempotency-Key` header claimed the key before "
+        "running (ADR 0012). Of two requests claiming one key at once — on any replica — one "
+        "wins; the other waits for its outcome."
+    ),
+    "icelog.idempotency-key.reclaimed.v1": (
+        "The key was claimed again: its earlier claim ran out (`lease-until-ms`) without the "
+        "command landing, or it was released after a 5xx, or its recorded outcome outlived "
+        "ICELOG_IDEMPOTENCY_LIFETIME_SECONDS."
+    ),
+    "icelog.idempotency-key.landed.v1": (
+        "The claimant's command appended its events — in this same append, so a key can land "
+        "only once, even when a request took over the claim of one that stalled."
+    ),
+    "icelog.idempotency-key.completed.v1": (
+        "The request's answer was recorded (2xx, or a 4xx that would not change on retry). A "
+        "repeat of the key within ICELOG_IDEMPOTENCY_LIFETIME_SECONDS gets it back without "
+        "running again. Recorded by the claimant, or — when the claimant's request died after "
+        "its command landed — rebuilt from the log by the next request with the key."
+    ),
+    "icelog.idempotency-key.released.v1": (
+        "The claimant answered with a 5xx before its command landed (not a final outcome): "
+        "the key is free for a retry at once."
+    ),
     "icelog.idempotency-key.recorded.v1": (
-        "A mutating catalog request with an `Idempotency-Key` header reached its first final "
-        "outcome (2xx, or a 4xx that would not change on retry). A repeat of the key within "
-        "ICELOG_IDEMPOTENCY_LIFETIME_SECONDS gets this answer back without running again."
+        "Written by releases before claims existed: a first final outcome, recorded after the "
+        "request ran. Older logs hold it; it is still read."
     ),
     "icelog.idempotency-key.rerecorded.v1": (
-        "The key was used again after its lifetime had passed: the request ran again and this "
-        "outcome replaces the old one."
+        "Written by releases before claims existed: the key used again after its lifetime. "
+        "Older logs hold it; it is still read."
     ),
     "icelog.audit.started.v1": (
         "The first chain head is about to be recorded (once per catalog, in the same append)."
@@ -879,6 +914,10 @@ COMMON_FIELDS: dict[str, str] = {
     "previous-metadata-location": "The metadata file the updates were applied to.",
     "applied-at-ms": (
         "When the updates were applied (epoch ms): the time recorded in the new metadata."
+    ),
+    "rules": (
+        "The metadata rules the updates were applied under (ADR 0012): 2 since issue 15 "
+        "(as strict as Iceberg Java), 1 for commits logged before. A replay applies the same."
     ),
     "from-namespace": "Namespace levels before.",
     "from-name": "Name before.",
@@ -1031,6 +1070,37 @@ FIELDS: dict[str, dict[str, str]] = {
     "icelog.name-claim.reclaimed.v1": {
         "kind": "`table`, `view` or `warehouse`.",
         "holder-id": "Id of the new holder.",
+    },
+    "icelog.idempotency-key.claimed.v1": {
+        "key": "The Idempotency-Key (a UUID).",
+        "method": "HTTP method of the request.",
+        "path": "Request path.",
+        "token": "Names this claim (a request id may repeat: clients reuse them on retries).",
+        "claimed-at-ms": "When it was claimed (epoch ms).",
+        "lease-until-ms": (
+            "Until when the claim holds without an outcome: the request timeout and a little "
+            "more; after that another request may take it over."
+        ),
+    },
+    "icelog.idempotency-key.reclaimed.v1": {
+        "method": "HTTP method of the request.",
+        "path": "Request path.",
+        "token": "Names this claim.",
+        "claimed-at-ms": "When it was claimed (epoch ms).",
+        "lease-until-ms": "Until when the claim holds without an outcome.",
+    },
+    "icelog.idempotency-key.landed.v1": {
+        "metadata-location": "The metadata file the command wrote, when it wrote exactly one.",
+    },
+    "icelog.idempotency-key.completed.v1": {
+        "status": "HTTP status of the answer.",
+        "body": (
+            "The answer's body (JSON text); without `metadata` and storage configuration when "
+            "`metadata-location` is set (both are rebuilt on replay; vended credentials are "
+            "never recorded)."
+        ),
+        "metadata-location": "For table and view answers: their metadata file, else null.",
+        "recorded-at-ms": "When it was recorded (epoch ms).",
     },
     "icelog.idempotency-key.recorded.v1": {
         "key": "The Idempotency-Key (a UUID).",
@@ -1211,11 +1281,19 @@ def presence_table(events: list[dict[str, Any]], aggregates: list[str]) -> list[
     return lines
 
 
+# Event types older releases wrote and this one only reads: no scenario produces them.
+LEGACY_TOPICS = ("icelog.idempotency-key.recorded.v1", "icelog.idempotency-key.rerecorded.v1")
+
+
 def render(events: list[dict[str, Any]], classes: dict[str, type[Any]]) -> str:
     examples = choose_examples(events)
     problems = []
     for topic, cls in sorted(classes.items()):
         type_ = "io." + topic
+        if topic in LEGACY_TOPICS:
+            if topic not in WHEN:
+                problems.append(f"{topic} ({cls.__qualname__}): no WHEN text")
+            continue
         if type_ not in examples:
             problems.append(f"{topic}: the scenario produced no such event")
             continue
@@ -1240,8 +1318,25 @@ def render(events: list[dict[str, Any]], classes: dict[str, type[Any]]) -> str:
         mine = [t for t in topics if aggregate_of(t) == aggregate]
         out += [f"## {title}", "", about, ""]
         for topic in mine:
-            out += section(topic, classes[topic], examples["io." + topic])
+            if topic in LEGACY_TOPICS:
+                out += legacy_section(topic, classes[topic])
+            else:
+                out += section(topic, classes[topic], examples["io." + topic])
     return "\n".join(out).rstrip() + "\n"
+
+
+def legacy_section(topic: str, cls: type[Any]) -> list[str]:
+    fields = ", ".join(f"`{key}`" for key in FIELDS.get(topic, {}))
+    return [
+        f"### io.{topic}",
+        "",
+        f"class `{cls.__module__}.{cls.__qualname__}` · no longer appended",
+        "",
+        WHEN[topic],
+        "",
+        f"Data fields: {fields}." if fields else "No data fields.",
+        "",
+    ]
 
 
 def section(topic: str, cls: type[Any], example: dict[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from api.http import json_response
 from api.routes import services
 from domain.errors import BadRequestError, NoSuchWarehouseError
-from domain.identifiers import NIL_UUID
+from domain.identifiers import NIL_UUID, reject_control_characters
 
 # Exactly the routes this server serves: clients treat the list as a contract, and
 # DuckDB sends all commits to transactions/commit whenever it is listed.
@@ -60,6 +60,7 @@ def get_config(request: Request, _body: Any) -> Response:
     svc = services(request)
     wanted = request.query_params.get("warehouse")
     if wanted:
+        reject_control_characters(wanted, "warehouse")
         warehouse = svc.queries.warehouse_by_name(project_id(request), wanted)
         if warehouse is None:
             try:

@@ -162,8 +162,9 @@ def validate_storage_profile(
     check_access: bool = True,
     policy: StoragePolicy = StoragePolicy(),
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Normalise a storage profile (and its credential) from the management API and
-    check the storage works. Returns the profile to store and the credential to seal."""
+    """Normalise a storage profile (and its credential) from the management API and, with
+    `check_access`, check the storage works. Returns the profile to store and the
+    credential to seal."""
     if not isinstance(profile, dict):
         raise BadRequestError("storage-profile must be an object")
     kind = profile.get("type")
@@ -172,25 +173,41 @@ def validate_storage_profile(
         policy.check_endpoint("endpoint", normalized["endpoint"])
         policy.check_endpoint("sts-endpoint", normalized["sts-endpoint"])
         sealed = normalize_s3_credential(credential)
-        if check_access:
-            access = s3_access(normalized, sealed)
-            probe_s3_access(normalized, access)
-            if normalized["sts-enabled"]:
-                probe_sts(normalized, access, sealed.get("external-id"))
-        return normalized, sealed
-    if kind != "file":
+    elif kind == "file":
+        if credential is not None:
+            raise BadRequestError("A file storage profile takes no storage-credential")
+        unknown = sorted(set(profile) - {"type", "base-location"})
+        if unknown:
+            raise BadRequestError(
+                f"storage-profile has unsupported field(s): {', '.join(unknown)}"
+            )
+        base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
+        if base.scheme != "file" or not base.segments:
+            raise BadRequestError(
+                "storage-profile.base-location must be a file:///<absolute directory> URI"
+            )
+        policy.check_file_root(base)
+        normalized, sealed = {"type": "file", "base-location": str(base)}, None
+    else:
         raise BadRequestError(f"Unsupported storage-profile type {kind!r}; supported: file, s3")
-    if credential is not None:
-        raise BadRequestError("A file storage profile takes no storage-credential")
-    unknown = sorted(set(profile) - {"type", "base-location"})
-    if unknown:
-        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
-    base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
-    if base.scheme != "file" or not base.segments:
-        raise BadRequestError(
-            "storage-profile.base-location must be a file:///<absolute directory> URI"
-        )
-    policy.check_file_root(base)
+    if "%" in normalized["base-location"]:
+        # A root is compared with other roots as written; a percent-escape would let one
+        # directory be spelled two ways (readers that decode see the same files).
+        raise BadRequestError("A warehouse's storage location must not contain '%'")
     if check_access:
-        check_writable_directory(base)
-    return {"type": "file", "base-location": str(base)}, None
+        check_storage_access(normalized, sealed)
+    return normalized, sealed
+
+
+def check_storage_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
+    """Prove the storage works before a warehouse depends on it: a file root must be a
+    writable directory (it is created); an S3 root must take a probe object, and an STS
+    role must be assumable when vending is on."""
+    if profile["type"] == "file":
+        check_writable_directory(Location.parse(profile["base-location"]))
+        return
+    assert credential is not None
+    access = s3_access(profile, credential)
+    probe_s3_access(profile, access)
+    if profile["sts-enabled"]:
+        probe_sts(profile, access, credential.get("external-id"))

@@ -125,12 +125,16 @@ class LocalFileIO:
             raise UnreadableFileError(location, exc.strerror or type(exc).__name__) from None
         finally:
             os.close(directory)
-        with os.fdopen(fd, "rb") as handle:
+        try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise UnreadableFileError(location, "not a regular file")
             if info.st_size > self._max_read_bytes:
                 raise UnreadableFileError(location, f"larger than {self._max_read_bytes} bytes")
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as handle:
             data = handle.read(self._max_read_bytes + 1)
         if len(data) > self._max_read_bytes:
             raise UnreadableFileError(location, f"larger than {self._max_read_bytes} bytes")

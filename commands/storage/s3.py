@@ -71,6 +71,7 @@ def _code(error: ClientError) -> str:
 # AWS error codes are words (AccessDenied, NoSuchBucket, InvalidAccessKeyId); a bare HTTP
 # status as the code means the answer was not an AWS error document.
 _AWS_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9.]*$")
+NOT_S3 = "no S3 service answered at the endpoint"
 
 
 def failure_reason(exc: Exception, service: str = "S3") -> str:
@@ -83,7 +84,7 @@ def failure_reason(exc: Exception, service: str = "S3") -> str:
         if _AWS_CODE.fullmatch(code):
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             return f"{code} (HTTP {status})"
-    return f"no {service} service answered at the endpoint"
+    return NOT_S3 if service == "S3" else f"no {service} service answered at the endpoint"
 
 
 def _storage_failure(action: str, location: str, exc: Exception) -> ServiceUnavailableError:

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
-from commands.storage.s3 import S3Access, client_for, failure_reason, split_location
+from commands.storage.s3 import NOT_S3, S3Access, client_for, failure_reason, split_location
 from domain.errors import BadRequestError
 from domain.identifiers import reject_control_characters
 from domain.locations import Location
@@ -204,32 +204,36 @@ def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3A
 
 def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
     """Write, read, list and delete one object below the base location, as Lakekeeper
-    does at warehouse creation; the error names the step that failed."""
+    does at warehouse creation. When an S3 service answered with an error, the error names
+    the step and the S3 error code; any other failure, at whatever step, is the one phrase
+    NOT_S3 — so that the check cannot tell a closed port from a web server (docs/security.md).
+    """
     bucket, prefix = split_location(profile["base-location"])
     key = (
         f"{prefix}/.icelog-probe-{uuid.uuid4().hex}"
         if prefix
         else f".icelog-probe-{uuid.uuid4().hex}"
     )
+    not_s3 = BadRequestError(f"Storage validation failed: {NOT_S3}")
     try:
         client = client_for(access, quick=True)
-    except (BotoCoreError, ValueError) as exc:
-        raise BadRequestError(f"Storage validation failed: {failure_reason(exc)}") from None
+    except (BotoCoreError, ValueError):
+        raise not_s3 from None
     payload = b"icelog storage probe"
     step = "write"
     try:
         client.put_object(Bucket=bucket, Key=key, Body=payload)
         step = "read"
         if client.get_object(Bucket=bucket, Key=key)["Body"].read() != payload:
-            raise BadRequestError(
-                f"Storage validation failed: s3://{bucket}/{key} read back different bytes"
-            )
+            raise not_s3  # no S3 service answers a read with other bytes
         step = "list"
         client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
         step = "delete"
         client.delete_object(Bucket=bucket, Key=key)
     except (ClientError, BotoCoreError) as exc:
         reason = failure_reason(exc)
+        if reason == NOT_S3:
+            raise not_s3 from None
         raise BadRequestError(
             f"Storage validation failed: could not {step} s3://{bucket}/{key}: {reason}"
         ) from None

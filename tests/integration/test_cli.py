@@ -103,6 +103,10 @@ def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
             client.post(f"{base}/namespaces", json={"namespace": ["sales"]})
             before_table = int(services.catalog.recorder.max_notification_id() or 0)
             client.post(f"{base}/namespaces/sales/tables", json={"name": "o", "schema": SCHEMA})
+            client.post(f"{base}/namespaces", json={"namespace": ["sales", "eu"]})
+            for name in ("p", "q"):
+                table = {"name": name, "schema": SCHEMA}
+                client.post(f"{base}/namespaces/sales%1Feu/tables", json=table)
     finally:
         services.close()
     then = icelog("catalog", "at", str(before_table), env=env)
@@ -110,8 +114,15 @@ def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
     [ns] = json.loads(then.stdout)["warehouses"][0]["namespaces"]
     assert ns["namespace"] == ["sales"] and ns["tables"] == []
     now = json.loads(icelog("catalog", "at", "2999-01-01T00:00:00Z", env=env).stdout)
-    assert [t["name"] for t in now["warehouses"][0]["namespaces"][0]["tables"]] == ["o"]
+    sales, eu = now["warehouses"][0]["namespaces"]
+    assert [t["name"] for t in sales["tables"]] == ["o"]
+    assert [t["name"] for t in eu["tables"]] == ["p", "q"]
+    assert "next-page-token" not in now
+    # Printed page by page (one namespace or table per page here), still one document.
+    paged = icelog("catalog", "at", "2999-01-01T00:00:00Z", "--page-size", "1", env=env)
+    assert json.loads(paged.stdout) == now
     assert icelog("catalog", "at", "someday", env=env).returncode == 2
+    assert icelog("catalog", "at", "1", "--page-size", "0", env=env).returncode == 2
 
 
 def test_metadata_verify_finds_changed_and_missing_files(tmp_path: Path) -> None:

@@ -129,6 +129,7 @@ def test_the_catalog_as_of_a_past_position_and_time(api: Api) -> None:
             ("t", first["metadata-location"])
         ]
         assert ns["views"] == []
+        assert past["next-page-token"] is None, "one page holds it all"
     now = at(position=api.position(), **{"warehouse-id": api.prefix})
     [ns] = now["warehouses"][0]["namespaces"]
     assert ns["properties"] == {"owner": "bob"}

@@ -137,6 +137,9 @@ def test_migrate_twice_gives_one_schema_and_records_each_step_once(db: Db) -> No
         "icelog_audit_chain",
         "icelog_publisher_positions",
         "icelog_task_leases",
+        "icelog_catalog_versions",
+        "icelog_catalog_locations",
+        "icelog_catalog_history_position",
     } <= db.tables()
     versions = db.versions()
     assert [v for v, _ in versions] == expected_versions()
@@ -175,9 +178,14 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
         warehouse = services.default_warehouse_id()
     finally:
         services.close()
-    # What the previous release left: without the tables steps 4 and 5 add.
+    # What an older release left: without the tables steps 4 and 5 add, and without the
+    # column step 7 adds (steps 8 finds step 5's table in its current shape).
     db.sql("DROP TABLE icelog_event_index")
     db.sql("DROP TABLE icelog_secrets")
+    db.sql("ALTER TABLE icelog_tasks DROP COLUMN result")
+    for table in ("icelog_catalog_versions", "icelog_catalog_locations"):
+        db.sql(f"DROP TABLE {table}")
+    db.sql("DROP TABLE icelog_catalog_history_position")
     if db.backend == "postgres":
         db.sql("DROP FUNCTION icelog_append_commits")  # step 6
     db.sql("DELETE FROM icelog_schema_version WHERE version >= 4")
@@ -191,15 +199,16 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
         upgraded = db.migrate()
         assert upgraded.returncode == 0, upgraded.stderr
         assert "applied step 4: event index" in upgraded.stdout
-        assert "applied 3 step(s)" in upgraded.stdout
+        assert f"applied {LATEST - 3} step(s)" in upgraded.stdout
         functions = "SELECT count(*) FROM pg_proc WHERE proname = 'icelog_append_commits'"
         assert db.sql(functions) == [(1,)]
     else:
         # The embedded store upgrades itself when the server starts.
         services = db.build()
-        assert [s.version for s in services.schema_applied] == [4, 5, 6]
+        assert [s.version for s in services.schema_applied] == list(range(4, LATEST + 1))
         services.close()
-    assert {"icelog_event_index", "icelog_secrets"} <= db.tables()
+    assert {"icelog_event_index", "icelog_secrets", "icelog_catalog_versions"} <= db.tables()
+    assert db.sql("SELECT count(result) FROM icelog_tasks") == [(0,)], "step 7 added it"
     assert [v for v, _ in db.versions()] == expected_versions()
     services = db.build()
     try:

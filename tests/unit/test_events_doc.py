@@ -93,6 +93,8 @@ def test_no_documented_type_is_stale() -> None:
 
 def test_each_section_has_a_real_example_of_its_type() -> None:
     for type_, section in documented().items():
+        if "no longer appended" in section:  # read from older logs, never written now
+            continue
         block = re.search(r"```json\n(.*?)\n```", section, re.DOTALL)
         assert block is not None, f"{type_}: no example"
         example = json.loads(block.group(1))

@@ -1,0 +1,496 @@
+"""The catalog's history: every state each project, warehouse, namespace, table and view
+went through, as *versions* valid from one log position to another — the temporal read
+model behind `GET /management/v1/as-of` (projections/as_of.py pages it).
+
+An asynchronous projection. The event indexer (api/event_log.py) folds each batch of the
+log into it in the same transaction as the batch's event-index rows, after locking its
+tracking row: two indexers (replicas) never fold one event twice, and the history and the
+index never disagree. Dropping the tables and catching up from position 0 gives the same
+rows (tests/integration/test_catalog_history.py).
+
+Tables:
+
+- `icelog_catalog_versions`: one row per state of a project, warehouse, namespace, table or
+  view; `to_position` is NULL while current (a partial unique index keeps one current
+  version per entity). A version is visible at position P when `from_position <= P` and
+  (`to_position` IS NULL or `to_position > P`). Its sort key (`warehouse_id`, `ns_key`,
+  `kind`, `name`, `entity_id`, `from_position`) is indexed: as-of pages are range scans of
+  it. A warehouse sorts first among its own rows, a namespace before its tables and views.
+- `icelog_catalog_locations`: a table's or view's metadata location from each position on
+  (creation, then every commit or replace). Commits never add a version above, so the page
+  scan does not slow down with a table's commit count; the location at P is one index seek.
+- `icelog_catalog_history_position`: the last position folded (one row).
+
+The fold rules are those of the original in-memory fold: created/registered make a table or
+view, commits and replaces move its metadata location, renames and undrops rename it and
+make it live, a soft drop flags it, a drop or an expiry ends it (kept as a `dropped`
+version, which as-of never shows); namespaces are created, recreated, change properties
+and are dropped; projects and warehouses are created, renamed and deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.rows import tuple_row
+
+from domain.identifiers import SEPARATOR
+from domain.namespace import Namespace
+from domain.project import Project
+from domain.table import Table
+from domain.view import View
+from domain.warehouse import Warehouse
+from projections.event_index import EventIndex, IndexRow
+from projections.sql import SqlStore, write_transaction
+
+# Kinds, in the order a warehouse's rows sort: the warehouse, then per namespace the
+# namespace, its tables, its views. Projects sort under the empty warehouse id.
+PROJECT, WAREHOUSE, NAMESPACE, TABLE, VIEW = 0, 1, 2, 3, 4
+LIVE, SOFT_DELETED, DROPPED = "live", "soft-deleted", "dropped"
+
+VERSIONS = "icelog_catalog_versions"
+LOCATIONS = "icelog_catalog_locations"
+TRACKING = "icelog_catalog_history_position"
+TABLES = (VERSIONS, LOCATIONS, TRACKING)
+
+_COLUMNS = (
+    "warehouse_id, ns_key, kind, name, entity_id, from_position, to_position, state, "
+    "properties, project_id"
+)
+_IN_CHUNK = 500  # ids per IN (...) list: well inside SQLite's bound on parameters
+
+
+def schema(dialect: str) -> list[str]:
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    # Byte order on PostgreSQL as on SQLite: pages sort alike on both, and the sort key's
+    # index serves the row comparisons that resume a page.
+    key = 'TEXT COLLATE "C"' if dialect == "postgres" else "TEXT"
+    return [
+        f"CREATE TABLE IF NOT EXISTS {VERSIONS} ("
+        f"entity_id {key} NOT NULL, from_position {big} NOT NULL, to_position {big}, "
+        f"kind INTEGER NOT NULL, warehouse_id {key} NOT NULL, ns_key {key} NOT NULL, "
+        f"name {key} NOT NULL, state TEXT NOT NULL, properties TEXT, project_id TEXT, "
+        "PRIMARY KEY (entity_id, from_position))",
+        f"CREATE INDEX IF NOT EXISTS {VERSIONS}_by_key ON {VERSIONS} "
+        "(warehouse_id, ns_key, kind, name, entity_id, from_position)",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {VERSIONS}_current ON {VERSIONS} (entity_id) "
+        "WHERE to_position IS NULL",
+        f"CREATE TABLE IF NOT EXISTS {LOCATIONS} ("
+        f"entity_id {key} NOT NULL, from_position {big} NOT NULL, "
+        "metadata_location TEXT NOT NULL, PRIMARY KEY (entity_id, from_position))",
+        f"CREATE TABLE IF NOT EXISTS {TRACKING} ("
+        f"id INTEGER PRIMARY KEY CHECK (id = 1), position {big} NOT NULL)",
+        f"INSERT INTO {TRACKING} (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+    ]
+
+
+def ns_key(levels: Sequence[str]) -> str:
+    """Namespace levels as one sortable text: levels never contain the separator."""
+    return SEPARATOR.join(levels)
+
+
+def ns_levels(key: str) -> list[str]:
+    return key.split(SEPARATOR) if key else []
+
+
+@dataclass
+class Version:
+    """One state of one entity, visible from `from_position` until `to_position`."""
+
+    entity_id: str
+    from_position: int
+    kind: int
+    warehouse_id: str
+    ns_key: str
+    name: str
+    state: str = LIVE
+    properties: str | None = None  # namespaces: JSON object
+    project_id: str | None = None  # warehouses
+    to_position: int | None = None
+    metadata_location: str | None = None  # tables and views, as read at a position
+    stored: bool = False  # already a row: ending it is an UPDATE
+
+    @property
+    def key(self) -> tuple[str, str, int, str, str, int]:
+        return (
+            self.warehouse_id,
+            self.ns_key,
+            self.kind,
+            self.name,
+            self.entity_id,
+            self.from_position,
+        )
+
+    def visible_at(self, position: int) -> bool:
+        return self.from_position <= position and (
+            self.to_position is None or self.to_position > position
+        )
+
+    def row(self) -> tuple[Any, ...]:
+        return (*self.key, self.to_position, self.state, self.properties, self.project_id)
+
+
+def version_from_row(row: Sequence[Any]) -> Version:
+    """A row of `_COLUMNS` (and, when selected, the metadata location after them)."""
+    return Version(
+        warehouse_id=row[0],
+        ns_key=row[1],
+        kind=int(row[2]),
+        name=row[3],
+        entity_id=row[4],
+        from_position=int(row[5]),
+        to_position=None if row[6] is None else int(row[6]),
+        state=row[7],
+        properties=row[8],
+        project_id=row[9],
+        metadata_location=row[10] if len(row) > 10 else None,
+        stored=True,
+    )
+
+
+_UNCHANGED = object()  # an event that leaves its entity's current version as it is
+_TABULAR_MADE = (Table.Created, Table.Registered, View.Created, View.Registered)
+_TABULAR_MOVED = (Table.Committed, View.Replaced)
+_TABULAR_PLACED = (Table.Renamed, View.Renamed, Table.Undropped, View.Undropped)
+_TABULAR_SOFT_DROPPED = (Table.SoftDropped, View.SoftDropped)
+_TABULAR_ENDED = (Table.Dropped, View.Dropped, Table.Expired, View.Expired)
+_TABULAR_LOCATED = _TABULAR_MADE + _TABULAR_MOVED  # events that carry a metadata location
+# The events that make a new version (or end one): their entity's current one is loaded.
+_VERSIONED = (
+    Project.Created,
+    Project.Renamed,
+    Project.Deleted,
+    Warehouse.Created,
+    Warehouse.Renamed,
+    Warehouse.Deleted,
+    Namespace.Created,
+    Namespace.Recreated,
+    Namespace.PropertiesUpdated,
+    Namespace.Dropped,
+    *_TABULAR_MADE,
+    *_TABULAR_PLACED,
+    *_TABULAR_SOFT_DROPPED,
+    *_TABULAR_ENDED,
+)
+
+
+def next_version(position: int, event: Any, current: Version | None) -> Any:
+    """The entity's version after `event`: a Version, None (it ends), or _UNCHANGED."""
+    agg = str(event.originator_id)
+    if isinstance(event, Project.Event):
+        return _project(position, agg, event, current)
+    if isinstance(event, Warehouse.Event):
+        return _warehouse(position, agg, event, current)
+    if isinstance(event, Namespace.Event):
+        return _namespace(position, agg, event, current)
+    if isinstance(event, (Table.Event, View.Event)):
+        return _tabular(position, agg, event, current)
+    return _UNCHANGED
+
+
+def _project(position: int, agg: str, event: Any, current: Version | None) -> Any:
+    if isinstance(event, (Project.Created, Project.Renamed)):
+        return Version(agg, position, PROJECT, "", "", event.name)
+    if isinstance(event, Project.Deleted) and current is not None:
+        return None
+    return _UNCHANGED
+
+
+def _warehouse(position: int, agg: str, event: Any, current: Version | None) -> Any:
+    if isinstance(event, Warehouse.Created):
+        return Version(
+            agg, position, WAREHOUSE, agg, "", event.name, project_id=str(event.project_id)
+        )
+    if current is None:
+        return _UNCHANGED
+    if isinstance(event, Warehouse.Renamed):
+        return _successor(current, position, name=event.name)
+    if isinstance(event, Warehouse.Deleted):
+        return None
+    return _UNCHANGED
+
+
+def _namespace(position: int, agg: str, event: Any, current: Version | None) -> Any:
+    if isinstance(event, (Namespace.Created, Namespace.Recreated)):
+        properties = orjson.dumps(dict(event.properties)).decode()
+        return Version(
+            agg,
+            position,
+            NAMESPACE,
+            str(event.warehouse_id),
+            ns_key(event.levels),
+            "",
+            properties=properties,
+        )
+    if current is None:
+        return _UNCHANGED
+    if isinstance(event, Namespace.PropertiesUpdated):
+        properties = orjson.loads(current.properties or "{}")
+        for key in event.removed:
+            properties.pop(key, None)
+        properties.update(event.updated)
+        return _successor(current, position, properties=orjson.dumps(properties).decode())
+    if isinstance(event, Namespace.Dropped):
+        return None
+    return _UNCHANGED
+
+
+def _tabular(position: int, agg: str, event: Any, current: Version | None) -> Any:
+    if isinstance(event, _TABULAR_MADE):
+        kind = VIEW if isinstance(event, View.Event) else TABLE
+        return Version(
+            agg, position, kind, str(event.warehouse_id), ns_key(event.namespace), event.name
+        )
+    if current is None:
+        return _UNCHANGED
+    if isinstance(event, _TABULAR_PLACED):
+        return _successor(
+            current, position, ns_key=ns_key(event.namespace), name=event.name, state=LIVE
+        )
+    if isinstance(event, _TABULAR_SOFT_DROPPED):
+        return _successor(current, position, state=SOFT_DELETED)
+    if isinstance(event, _TABULAR_ENDED):
+        # Kept, not ended: the original fold let a later rename or undrop revive it.
+        return _successor(current, position, state=DROPPED)
+    return _UNCHANGED
+
+
+def _successor(current: Version, position: int, **changes: Any) -> Version:
+    return replace(current, from_position=position, to_position=None, stored=False, **changes)
+
+
+@dataclass
+class BatchFold:
+    """One batch of events folded in memory from the current versions of its entities,
+    ready to be written: versions to end, versions to add, metadata locations to add."""
+
+    current: dict[str, Version]
+    ended: list[tuple[int, str, int]]  # (to_position, entity_id, from_position) of rows
+    added: list[Version]
+    locations: list[tuple[str, int, str]]
+
+    @classmethod
+    def starting_from(cls, current: dict[str, Version]) -> BatchFold:
+        return cls(current, [], [], [])
+
+    def apply(self, position: int, event: Any) -> None:
+        agg = str(event.originator_id)
+        if isinstance(event, _TABULAR_LOCATED):
+            self.locations.append((agg, position, event.metadata_location))
+        if not isinstance(event, _VERSIONED):
+            return
+        previous = self.current.get(agg)
+        following = next_version(position, event, previous)
+        if following is _UNCHANGED:
+            return
+        if previous is not None:
+            previous.to_position = position
+            if previous.stored:
+                self.ended.append((position, agg, previous.from_position))
+        if following is None:
+            self.current.pop(agg, None)
+        else:
+            self.added.append(following)
+            self.current[agg] = following
+
+
+def versioned_ids(events: Sequence[tuple[int, Any]]) -> list[str]:
+    """The entities whose current version a batch needs."""
+    return sorted({str(e.originator_id) for _, e in events if isinstance(e, _VERSIONED)})
+
+
+class CatalogHistory(SqlStore):
+    def ensure_schema(self) -> None:
+        with write_transaction(self._datastore) as cur:
+            for statement in schema(self.dialect):
+                self._execute(cur, statement)
+
+    def drop(self) -> None:
+        """Drop the tables (a rebuild: `ensure_schema` and a catch-up refill them)."""
+        with write_transaction(self._datastore) as cur:
+            for table in TABLES:
+                self._execute(cur, f"DROP TABLE IF EXISTS {table}")
+
+    def position(self) -> int:
+        found = self._run(f"SELECT position FROM {TRACKING} WHERE id = 1")
+        return int(found[0][0]) if found else 0
+
+    # -- the write side ---------------------------------------------------------------------
+    def write_batch(
+        self, index: EventIndex, rows: Sequence[IndexRow], events: Sequence[tuple[int, Any]]
+    ) -> None:
+        """A batch's event-index rows and history versions, in one transaction. Events at or
+        before the history's position were folded already (by another indexer, or before
+        the index was rebuilt) and are skipped."""
+        with write_transaction(self._datastore) as cur:
+            folded = self._lock_position(cur)  # first: concurrent indexers queue here
+            index.write(rows, cur)
+            todo = [(p, e) for p, e in events if p > folded]
+            if not todo:
+                return
+            self._fold(cur, todo)
+            self._execute(cur, f"UPDATE {TRACKING} SET position = ? WHERE id = 1", (todo[-1][0],))
+
+    def _lock_position(self, cur: Any) -> int:
+        lock = " FOR UPDATE" if self.dialect == "postgres" else ""
+        self._execute(cur, f"SELECT position FROM {TRACKING} WHERE id = 1{lock}")
+        found = cur.fetchone()
+        return int(found[0]) if found else 0
+
+    def _fold(self, cur: Any, events: Sequence[tuple[int, Any]]) -> None:
+        fold = BatchFold.starting_from(self._current(cur, versioned_ids(events)))
+        for position, event in events:
+            fold.apply(position, event)
+        if fold.ended:
+            cur.executemany(
+                self._sql(
+                    f"UPDATE {VERSIONS} SET to_position = ? "
+                    "WHERE entity_id = ? AND from_position = ?"
+                ),
+                fold.ended,
+            )
+        if fold.added:
+            cur.executemany(
+                self._sql(
+                    f"INSERT INTO {VERSIONS} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                [v.row() for v in fold.added],
+            )
+        if fold.locations:
+            cur.executemany(
+                self._sql(
+                    f"INSERT INTO {LOCATIONS} (entity_id, from_position, metadata_location) "
+                    "VALUES (?, ?, ?)"
+                ),
+                fold.locations,
+            )
+
+    def _current(self, cur: Any, ids: Sequence[str]) -> dict[str, Version]:
+        found: dict[str, Version] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            self._execute(
+                cur,
+                f"SELECT {_COLUMNS} FROM {VERSIONS} "
+                f"WHERE to_position IS NULL AND entity_id IN ({marks})",
+                chunk,
+            )
+            for row in cur.fetchall():
+                version = version_from_row(tuple(row))
+                found[version.entity_id] = version
+        return found
+
+    def analyze(self) -> None:
+        """Fresh planner statistics after a bulk catch-up (see EventIndex.analyze)."""
+        if self.dialect == "postgres":
+            for table in (VERSIONS, LOCATIONS):
+                self._run(f"ANALYZE {table}", fetch=False)
+
+    # -- the read side ----------------------------------------------------------------------
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A cursor for reads. Versions at or before the history's position never change
+        (a later event only sets `to_position` beyond it), so no snapshot is needed."""
+        store = self._datastore
+        if isinstance(store, PostgresDatastore):
+            with store.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                yield cur
+            return
+        with store.transaction(commit=False) as cur:
+            yield cur
+
+    def projects_at(self, cur: Any, position: int) -> list[Version]:
+        return self._visible(
+            cur, "warehouse_id = '' AND ns_key = '' AND kind = ?", [PROJECT], position
+        )
+
+    def warehouse_at(self, cur: Any, position: int, warehouse_id: str) -> Version | None:
+        found = self._visible(
+            cur,
+            "warehouse_id = ? AND ns_key = '' AND kind = ?",
+            [warehouse_id, WAREHOUSE],
+            position,
+        )
+        return found[0] if found else None
+
+    def namespace_at(self, cur: Any, position: int, warehouse_id: str, key: str) -> Version | None:
+        found = self._visible(
+            cur,
+            "warehouse_id = ? AND ns_key = ? AND kind = ?",
+            [warehouse_id, key, NAMESPACE],
+            position,
+        )
+        return found[0] if found else None
+
+    def _visible(self, cur: Any, where: str, params: list[Any], position: int) -> list[Version]:
+        """Few rows: every version of a handful of entities, filtered to those visible."""
+        self._execute(
+            cur,
+            f"SELECT {_COLUMNS} FROM {VERSIONS} WHERE {where} AND from_position <= ? "
+            "AND (to_position IS NULL OR to_position > ?) "
+            "ORDER BY warehouse_id, ns_key, kind, name, entity_id, from_position",
+            [*params, position, position],
+        )
+        return [version_from_row(tuple(r)) for r in cur.fetchall()]
+
+    def scan(
+        self,
+        cur: Any,
+        position: int,
+        after: tuple[str, str, int, str, str, int] | None,
+        warehouse_id: str | None,
+        limit: int,
+    ) -> list[Version]:
+        """The next `limit` versions in sort-key order after `after` (visible at `position`
+        or not: the caller filters, so the rows read stay bounded), projects excluded;
+        tables and views visible then come with their metadata location then."""
+        where, params = self._scan_range(after, warehouse_id)
+        self._execute(
+            cur,
+            f"SELECT {_COLUMNS}, CASE WHEN v.kind IN (?, ?) AND v.from_position <= ? "
+            "AND (v.to_position IS NULL OR v.to_position > ?) THEN "
+            f"(SELECT l.metadata_location FROM {LOCATIONS} l WHERE l.entity_id = v.entity_id "
+            "AND l.from_position <= ? ORDER BY l.from_position DESC LIMIT 1) END "
+            f"FROM {VERSIONS} v WHERE {where} "
+            "ORDER BY warehouse_id, ns_key, kind, name, entity_id, from_position LIMIT ?",
+            [TABLE, VIEW, position, position, position, *params, limit],
+        )
+        return [version_from_row(tuple(r)) for r in cur.fetchall()]
+
+    @staticmethod
+    def _scan_range(
+        after: tuple[str, str, int, str, str, int] | None, warehouse_id: str | None
+    ) -> tuple[str, list[Any]]:
+        """The scan's WHERE clause, written so that SQLite, too, seeks the sort key's index
+        to `after` (it does for a row value that leads the clause, not behind another
+        range on warehouse_id)."""
+        if warehouse_id is not None:
+            if after is None:
+                return "warehouse_id = ?", [warehouse_id]
+            return (
+                "warehouse_id = ? AND (ns_key, kind, name, entity_id, from_position) "
+                "> (?, ?, ?, ?, ?)",
+                [warehouse_id, *after[1:]],
+            )
+        if after is None:
+            return "warehouse_id > ''", []  # '' holds the projects
+        # A key read before belongs to a warehouse: what follows it is past the projects.
+        return (
+            "(warehouse_id, ns_key, kind, name, entity_id, from_position) > (?, ?, ?, ?, ?, ?)",
+            list(after),
+        )
+
+    def rows(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Every version and location row, in key order (what a rebuild must reproduce)."""
+        versions = self._run(f"SELECT {_COLUMNS} FROM {VERSIONS} ORDER BY entity_id, from_position")
+        locations = self._run(
+            f"SELECT entity_id, from_position, metadata_location FROM {LOCATIONS} "
+            "ORDER BY entity_id, from_position"
+        )
+        return versions, locations
