@@ -233,6 +233,9 @@ class Settings:
     storage_read_timeout_seconds: float = 30.0  # ICELOG_STORAGE_READ_TIMEOUT_SECONDS
     file_warehouse_roots: tuple[str, ...] = ()  # ICELOG_FILE_WAREHOUSE_ROOTS
     s3_endpoint_hosts: tuple[str, ...] = ()  # ICELOG_S3_ENDPOINT_HOSTS
+    # Fault injection for tests: die (as under kill -9) right after the n-th table commit
+    # lands, before it is answered. 0: never.
+    fault_exit_after_commits: int = 0  # ICELOG_FAULT_EXIT_AFTER_COMMITS
 
     @property
     def backend(self) -> str:
@@ -334,6 +337,9 @@ class Settings:
                 0.1,
             ),
             file_warehouse_roots=_file_roots(get("FILE_WAREHOUSE_ROOTS", "")),
+            fault_exit_after_commits=_int(
+                get("FAULT_EXIT_AFTER_COMMITS", "0"), PREFIX + "FAULT_EXIT_AFTER_COMMITS"
+            ),
             s3_endpoint_hosts=tuple(
                 host.strip().lower()
                 for host in get("S3_ENDPOINT_HOSTS", "").split(",")

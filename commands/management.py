@@ -224,7 +224,9 @@ class ManagementCommands(CatalogBase):
             self.save_all(name_claim, warehouse, project, roots)
             return warehouse_id
 
-        return self._forget_on_failure(secret_id, lambda: self.retrying(attempt))
+        return self._forget_on_failure(
+            secret_id, warehouse_id, lambda: self.retrying(attempt), warehouse_id
+        )
 
     # -- storage ---------------------------------------------------------------------------
     def _storage_roots(self, ctx: RequestContext) -> StorageRoots:
@@ -253,13 +255,28 @@ class ManagementCommands(CatalogBase):
         profile["credential-id"] = str(secret_id)
         return secret_id
 
-    def _forget_on_failure(self, secret_id: UUID | None, command: Callable[[], R]) -> R:
-        """A credential sealed for a command that then failed is deleted again."""
+    def _forget_on_failure(
+        self, secret_id: UUID | None, warehouse_id: UUID, command: Callable[[], R], done: R
+    ) -> R:
+        """A credential sealed for a command that then failed is deleted again — only when
+        the command certainly did not land: an append can fail after the database committed
+        it, and deleting the credential a warehouse names would break the warehouse. Landed
+        is answered as landed (`done`); when the log cannot tell, the secret is kept."""
         try:
             return command()
-        except BaseException:
-            if secret_id is not None and self.secrets is not None:
-                self.secrets.delete(secret_id)
+        except BaseException as failure:
+            if secret_id is None or self.secrets is None:
+                raise
+            try:
+                warehouse = self.get_or_none(warehouse_id, Warehouse)
+            except Exception:
+                raise failure from None  # the outcome is unknown: the secret is kept
+            in_use = warehouse is not None and warehouse.storage_profile.get(
+                "credential-id"
+            ) == str(secret_id)
+            if in_use:
+                return done
+            self.secrets.delete(secret_id)
             raise
 
     def update_storage(
@@ -349,7 +366,7 @@ class ManagementCommands(CatalogBase):
             if old_credential is not None and old_credential != profile.get("credential-id"):
                 replaced.append(str(old_credential))
 
-        self._forget_on_failure(secret_id, lambda: self.retrying(attempt))
+        self._forget_on_failure(secret_id, warehouse_id, lambda: self.retrying(attempt), None)
         self._storage_cache.pop(warehouse_id, None)
         # The replaced credential is no longer referenced by the current profile; it is
         # deleted so that a revoked key does not linger, even encrypted.

@@ -197,8 +197,14 @@ class Status:
 
 def _read_status(cur: Any, target: Target) -> Status:
     if target.dialect == "postgres":
+        # A plain read of pg_class, not to_regclass(): that one looks through the cached
+        # catalog, which can still miss a table another migration created and committed
+        # while this one waited for the advisory lock (seen: both applied step 1).
         cur.execute(
-            "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL",
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE c.relname = %s AND n.nspname = current_schema()), "
+            "EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE c.relname = %s AND n.nspname = current_schema())",
             (VERSION_TABLE, target.events_table),
         )
         has_versions, has_log = cur.fetchone()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 from starlette.testclient import TestClient
@@ -22,7 +23,7 @@ from api.services import Services
 from api.settings import Settings
 from commands.group_commit import GroupCommitter
 from tests.integration.conftest import SCHEMA, Api, _api, create_table
-from tests.support.hostile import assert_log_verifies, local_path
+from tests.support.hostile import assert_log_verifies, catalog, local_path
 from tests.support.postgres import TEST_SECRETS_KEY
 
 
@@ -466,3 +467,42 @@ def _name(table: str) -> Any:
 
 def _parts(body: dict[str, Any]) -> tuple[Any, Any]:
     return body["requirements"], body["updates"]
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_warehouse_whose_append_landed_keeps_its_credential(
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sealed credential was deleted on any failure, also after the append landed: the
+    warehouse then named a credential that was gone."""
+    for api in catalog(backend, tmp_path, skip_storage_validation=True):
+        failed = fail_appends(api, monkeypatch, after_commit=True)
+        created = api.client.post(
+            "/management/v1/warehouse",
+            json={
+                "warehouse-name": "lake",
+                "storage-profile": {
+                    "type": "s3",
+                    "bucket": "lake",
+                    "region": "us-east-1",
+                    "endpoint": "http://127.0.0.1:9",
+                    "flavor": "s3-compat",
+                },
+                "storage-credential": {
+                    "type": "s3",
+                    "credential-type": "access-key",
+                    "access-key-id": "k",
+                    "secret-access-key": "s",
+                },
+            },
+        )
+        assert failed and created.status_code in (200, 201), created.text
+        profile = api.client.get(
+            f"/management/v1/warehouse/{created.json()['warehouse-id']}"
+        ).json()["storage-profile"]
+        secrets = api.services.catalog.secrets
+        assert secrets is not None and secrets.get(UUID(profile["credential-id"])) is not None
+        monkeypatch.undo()
+        assert_log_verifies(api.services)
