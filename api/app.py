@@ -15,21 +15,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from api.audit import Chainer
-from api.errors import catalog_error, error_response, http_error, unexpected_error
-from api.event_log import as_of, list_events, make_indexer, tabular_history
-from api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
-from api.idempotency import idempotent
-from api.logs import configure_logging, level_number
-from api.metrics import Metrics, metrics
-from api.observability import ObservabilityMiddleware, Readiness
-from api.openapi import openapi_routes
-from api.publishing import run_relays
-from api.routes import config, lifecycle, management, namespaces, signing, tables, views
-from api.routing import IndexedRouter
-from api.services import Services
-from api.settings import Settings
-from domain.errors import CatalogError
+from icelog.api.audit import Chainer
+from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
+from icelog.api.event_log import as_of, list_events, make_indexer, tabular_history
+from icelog.api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
+from icelog.api.idempotency import idempotent
+from icelog.api.logs import configure_logging, level_number
+from icelog.api.metrics import Metrics, metrics
+from icelog.api.observability import ObservabilityMiddleware, Readiness
+from icelog.api.openapi import openapi_routes
+from icelog.api.publishing import run_relays
+from icelog.api.routes import config, lifecycle, management, namespaces, signing, tables, views
+from icelog.api.routing import IndexedRouter
+from icelog.api.services import Services
+from icelog.api.settings import Settings
+from icelog.domain.errors import CatalogError
 
 Handler = Callable[[Request, Any], Response] | AsyncHandler
 

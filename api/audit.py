@@ -8,10 +8,10 @@ import threading
 import time
 from typing import Protocol
 
-from api.services import Services
-from domain.audit import AuditAnchor
-from domain.context import RequestContext
-from projections.audit_chain import AuditChain
+from icelog.api.services import Services
+from icelog.domain.audit import AuditAnchor
+from icelog.domain.context import RequestContext
+from icelog.projections.audit_chain import AuditChain
 
 log = logging.getLogger("icelog.audit")
 CHAINER = RequestContext(actor="system:audit", request_id="audit-chain")

@@ -19,7 +19,7 @@ from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
 
-from projections.event_index import EventFilter, EventIndex
+from icelog.projections.event_index import EventFilter, EventIndex
 
 POSITION_PROPERTY = "icelog.audit.exported-position"
 BATCH = 10_000

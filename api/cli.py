@@ -15,23 +15,24 @@ from uuid import UUID
 
 import uvicorn
 
-from api.app import create_app, freeze_startup_heap
-from api.audit import Chainer, recorded_heads
-from api.event_log import AsOfRequest, Indexer, catalog_document
-from api.logs import configure_logging, uvicorn_log_options
-from api.publishing import LogAccess, build_relay
-from api.services import Services, open_catalog
-from api.settings import PREFIX, Settings, SettingsError
-from projections import maintenance
-from projections.as_of import MAX_PAGE_SIZE
-from projections.audit_chain import AuditChain
-from projections.migrations import LATEST as LATEST_SCHEMA
-from projections.migrations import MigrationBusyError, SchemaError
-from projections.schema import READ_MODEL_TABLES
-from projections.secrets import SecretStore, SecretUnreadable
-from publishers.cloud_events import to_cloud_event, to_json
-from publishers.context import ContextResolver
-from publishers.sinks import SinkConfigError
+from icelog.api.app import create_app, freeze_startup_heap
+from icelog.api.audit import Chainer, recorded_heads
+from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
+from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
+from icelog.api.logs import configure_logging, uvicorn_log_options
+from icelog.api.publishing import LogAccess, build_relay
+from icelog.api.services import Services, catalog_exists, open_catalog
+from icelog.api.settings import PREFIX, Settings, SettingsError
+from icelog.projections import maintenance
+from icelog.projections.as_of import MAX_PAGE_SIZE
+from icelog.projections.audit_chain import AuditChain
+from icelog.projections.migrations import LATEST as LATEST_SCHEMA
+from icelog.projections.migrations import MigrationBusyError, SchemaError
+from icelog.projections.schema import READ_MODEL_TABLES
+from icelog.projections.secrets import SecretStore, SecretUnreadable
+from icelog.publishers.cloud_events import to_cloud_event, to_json
+from icelog.publishers.context import ContextResolver
+from icelog.publishers.sinks import SinkConfigError
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -49,7 +50,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print(f"icelog: could not prepare the schema: {exc}", file=sys.stderr)
         return 1
     for step in services.schema_applied:
-        print(f"schema: applied step {step.version} ({step.description})", flush=True)
+        if step.does_work_on(settings.backend):
+            print(f"schema: applied step {step.version} ({step.description})", flush=True)
     services.ensure_defaults()
     if args.workers > 1:
         services.close()
@@ -60,7 +62,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             [
                 sys.executable,
                 "-m",
-                "api.supervise",
+                "icelog.api.supervise",
                 host,
                 str(port),
                 str(args.workers),
@@ -98,7 +100,8 @@ def _migrate(_args: argparse.Namespace, settings: Settings) -> int:
         return 1
     catalog.close()
     for step in applied:
-        print(f"applied step {step.version}: {step.description}")
+        if step.does_work_on(settings.backend):
+            print(f"applied step {step.version}: {step.description}")
     state = f"applied {len(applied)} step(s)" if applied else "already up to date"
     print(f"schema at version {LATEST_SCHEMA} ({settings.backend}): {state}")
     return 0
@@ -351,7 +354,7 @@ def _projections_verify(args: argparse.Namespace, settings: Settings) -> int:
 def _audit_export_iceberg(args: argparse.Namespace, settings: Settings) -> int:
     """The event log into an Iceberg table, through a running catalog (incremental)."""
     try:
-        from api.audit_export import export_events  # noqa: PLC0415 - optional extra
+        from icelog.api.audit_export import export_events  # noqa: PLC0415 - optional extra
     except ImportError:
         print(
             "icelog: audit export needs PyIceberg: pip install 'icelog[audit-export]'",
@@ -384,6 +387,25 @@ def _secrets_rotate(_args: argparse.Namespace, settings: Settings) -> int:
     finally:
         services.close()
     print(f"re-encrypted {changed} storage credential(s) under the current key")
+    return 0
+
+
+def _clients_spark_jar(_args: argparse.Namespace, _settings: Settings) -> int:
+    try:
+        print(spark_runtime_jar())
+    except ClientPackageMissing as exc:
+        print(f"icelog: install {exc} (pip install 'icelog[clients]')", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _clients_duckdb_load(_args: argparse.Namespace, _settings: Settings) -> int:
+    try:
+        statements = duckdb_load_statements()
+    except ClientPackageMissing as exc:
+        print(f"icelog: install {exc} (pip install 'icelog[clients]')", file=sys.stderr)
+        return 2
+    print(";\n".join(statements) + ";")
     return 0
 
 
@@ -485,6 +507,16 @@ def main(argv: list[str] | None = None) -> int:
         "rotate", help="re-encrypt every credential under ICELOG_SECRETS_KEY"
     )
     rotate.set_defaults(run=_secrets_rotate)
+    clients = sub.add_parser("clients", help="what Spark and DuckDB need, offline")
+    clients_sub = clients.add_subparsers(dest="clients_command", required=True)
+    jar = clients_sub.add_parser(
+        "spark-jar", help="path of the Iceberg runtime jar for spark.jars (no Maven needed)"
+    )
+    jar.set_defaults(run=_clients_spark_jar)
+    load = clients_sub.add_parser(
+        "duckdb-load", help="DuckDB LOAD statements for the iceberg extension (no download)"
+    )
+    load.set_defaults(run=_clients_duckdb_load)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -493,12 +525,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"icelog: configuration error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_format, settings.log_level)
+    # Only `serve` and `migrate` create a catalog; every other command reads one, and must
+    # not leave an empty catalog behind where there was none.
+    creates_or_needs_none = (_serve, _migrate, _clients_spark_jar, _clients_duckdb_load)
+    if args.run not in creates_or_needs_none and not catalog_exists(settings):
+        where = settings.database_url_redacted or str(settings.sqlite_path)
+        print(
+            f"icelog: no catalog at {where} (set ICELOG_DATA_DIR or ICELOG_DATABASE_URL)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         code: int = args.run(args, settings)
     except SchemaError as exc:  # any command on a database this version cannot use
         print(f"icelog: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`icelog catalog at … | head`): not an error of ours.
+        _quiet_stdout()
+        return 0
     return code
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, send what is left of stdout nowhere, so that the interpreter's
+    final flush does not print another traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from domain.errors import CatalogError
+from icelog.domain.errors import CatalogError
 
 log = logging.getLogger("icelog.api")
 

@@ -17,17 +17,17 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import json_response, parse_uuid
-from api.publishing import LogAccess
-from api.routes.management import get_warehouse_row
-from api.services import Services
-from domain.errors import BadRequestError
-from projections.as_of import MAX_PAGE_SIZE, AsOfPage, PageToken, read_page
-from projections.catalog_history import CatalogHistory
-from projections.event_index import EventFilter, EventIndex, IndexRow
-from publishers.cloud_events import event_data
-from publishers.context import ContextResolver
-from publishers.relay import LoggedEvent
+from icelog.api.http import json_response, parse_uuid
+from icelog.api.publishing import LogAccess
+from icelog.api.routes.management import get_warehouse_row
+from icelog.api.services import Services
+from icelog.domain.errors import BadRequestError
+from icelog.projections.as_of import MAX_PAGE_SIZE, AsOfPage, PageToken, read_page
+from icelog.projections.catalog_history import CatalogHistory
+from icelog.projections.event_index import EventFilter, EventIndex, IndexRow
+from icelog.publishers.cloud_events import event_data
+from icelog.publishers.context import ContextResolver
+from icelog.publishers.relay import LoggedEvent
 
 MAX_LIMIT = 1000
 

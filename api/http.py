@@ -14,10 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from domain.context import RequestContext
-from domain.errors import BadRequestError
-from domain.identifiers import NamespaceName
-from domain.json_limits import check_json_depth
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import NamespaceName
+from icelog.domain.json_limits import check_json_depth
 
 _SEPARATOR = re.compile("%1f|\x1f", re.IGNORECASE)
 

@@ -31,20 +31,26 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.errors import error_response
-from api.http import context, json_response, namespace_param, path_param
-from api.routes import prefix, services
-from api.routes.tables import table_access
-from api.services import Services
-from domain.context import RequestContext
-from domain.errors import (
+from icelog.api.errors import error_response
+from icelog.api.http import context, json_response, namespace_param, path_param
+from icelog.api.routes import prefix, services
+from icelog.api.routes.tables import table_access
+from icelog.api.services import Services
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import (
     BadRequestError,
     CatalogError,
     ServiceUnavailableError,
     UnprocessableEntityError,
 )
-from domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, hold, release_hold
-from domain.identifiers import TabularName
+from icelog.domain.idempotency import (
+    HeldClaim,
+    IdempotencyRecord,
+    IdempotentReplay,
+    hold,
+    release_hold,
+)
+from icelog.domain.identifiers import TabularName
 
 log = logging.getLogger("icelog.idempotency")
 HEADER = "idempotency-key"

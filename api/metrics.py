@@ -33,10 +33,10 @@ from psycopg_pool import ConnectionPool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.publishing import LogAccess, publisher_lag
-from api.services import Services
-from projections.audit_chain import AuditChain
-from projections.event_index import EventIndex
+from icelog.api.publishing import LogAccess, publisher_lag
+from icelog.api.services import Services
+from icelog.projections.audit_chain import AuditChain
+from icelog.projections.event_index import EventIndex
 
 log = logging.getLogger("icelog.metrics")
 

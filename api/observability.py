@@ -34,12 +34,12 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_response, is_commit, unexpected_error
-from api.logs import ACCESS_LOGGER, request_id_var
-from api.metrics import UNMATCHED, Metrics
-from api.publishing import LogAccess
-from api.services import Services
-from domain.cancellation import Cancellation, bind, unbind
+from icelog.api.errors import error_response, is_commit, unexpected_error
+from icelog.api.logs import ACCESS_LOGGER, request_id_var
+from icelog.api.metrics import UNMATCHED, Metrics
+from icelog.api.publishing import LogAccess
+from icelog.api.services import Services
+from icelog.domain.cancellation import Cancellation, bind, unbind
 
 access_log = logging.getLogger(ACCESS_LOGGER)
 log = logging.getLogger("icelog.api")

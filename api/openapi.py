@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from api.routes.config import ENDPOINTS
+from icelog.api.routes.config import ENDPOINTS
 
 SPEC_PATH = Path(__file__).resolve().parent / "specs" / "rest-catalog-open-api-1.10.2.yaml"
 CATALOG_DOC_PATH = "/api-docs/catalog/v1/openapi.json"

@@ -10,19 +10,19 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
-from api.services import Services
-from api.settings import PublishSettings
-from projections.publisher_positions import PositionStore
-from publishers.context import ContextResolver
-from publishers.relay import LoggedEvent, Relay
-from publishers.sinks import Sink
+from icelog.api.services import Services
+from icelog.api.settings import PublishSettings
+from icelog.projections.publisher_positions import PositionStore
+from icelog.publishers.context import ContextResolver
+from icelog.publishers.relay import LoggedEvent, Relay
+from icelog.publishers.sinks import Sink
 
 
 def make_sink(kind: str, settings: PublishSettings) -> Sink:
     # The broker clients are imported only by a process that publishes: nats-py (with
     # aiohttp) and librdkafka cost a server that does not ~0.25 s of start-up and memory.
-    from publishers.kafka_sink import KafkaSettings, KafkaSink  # noqa: PLC0415
-    from publishers.nats_sink import NatsSettings, NatsSink  # noqa: PLC0415
+    from icelog.publishers.kafka_sink import KafkaSettings, KafkaSink  # noqa: PLC0415
+    from icelog.publishers.nats_sink import NatsSettings, NatsSink  # noqa: PLC0415
 
     if kind == "nats":
         return NatsSink(

@@ -18,30 +18,30 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
-from api.settings import Settings
-from api.storage_access import StorageAccess
-from commands.catalog import Catalog
-from commands.storage import StorageLimits, StoragePolicy
-from commands.task_worker import TaskWorkers
-from domain.context import SYSTEM
-from domain.errors import (
+from icelog.api.settings import Settings
+from icelog.api.storage_access import StorageAccess
+from icelog.commands.catalog import Catalog
+from icelog.commands.storage import StorageLimits, StoragePolicy
+from icelog.commands.task_worker import TaskWorkers
+from icelog.domain.context import SYSTEM
+from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NoSuchWarehouseError,
     ServiceUnavailableError,
 )
-from domain.identifiers import NIL_UUID
-from domain.locations import Location
-from projections import migrations
-from projections.fast_reads import (
+from icelog.domain.identifiers import NIL_UUID
+from icelog.domain.locations import Location
+from icelog.projections import migrations
+from icelog.projections.fast_reads import (
     PostgresTabularReader,
     SQLiteTabularReader,
     TabularReader,
 )
-from projections.queries import CatalogQueries
-from projections.secrets import SecretStore, parse_key
-from projections.sql import Datastore, check_pooled_connection
-from projections.task_leases import TaskLeases
+from icelog.projections.queries import CatalogQueries
+from icelog.projections.secrets import SecretStore, parse_key
+from icelog.projections.sql import Datastore, check_pooled_connection
+from icelog.projections.task_leases import TaskLeases
 
 DEFAULT_WAREHOUSE_NAME = "default"
 KEY_FILE = "secrets.key"
@@ -73,6 +73,23 @@ def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:
     return SecretStore(
         datastore, parse_key(encoded), tuple(parse_key(k) for k in settings.secrets_old_keys)
     )
+
+
+def catalog_exists(settings: Settings) -> bool:
+    """Whether there is a catalog to read at the configured place, without creating one:
+    the SQLite file, or the event table in the PostgreSQL database."""
+    if settings.database_url is None:
+        return settings.sqlite_path.is_file()
+    try:
+        with psycopg.connect(settings.database_url, connect_timeout=10) as conn:
+            found = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace "
+                "n ON n.oid = c.relnamespace WHERE c.relname = 'icelog_events' "
+                "AND n.nspname = current_schema())"
+            ).fetchone()
+    except psycopg.OperationalError:
+        return False
+    return bool(found and found[0])
 
 
 def open_catalog(

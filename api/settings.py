@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from domain.errors import BadRequestError
-from domain.locations import Location
-from projections.secrets import SecretKeyError, parse_key
+from icelog.domain.errors import BadRequestError
+from icelog.domain.locations import Location
+from icelog.projections.secrets import SecretKeyError, parse_key
 
 PREFIX = "ICELOG_"
 
@@ -242,6 +242,19 @@ class Settings:
         return "postgres" if self.database_url else "sqlite"
 
     @property
+    def database_url_redacted(self) -> str | None:
+        """The PostgreSQL URL without its password, for messages."""
+        if self.database_url is None:
+            return None
+        parsed = urlparse(self.database_url)
+        if parsed.password is None:
+            return self.database_url
+        host = parsed.hostname or ""
+        port = f":{parsed.port}" if parsed.port else ""
+        user = f"{parsed.username}:***@" if parsed.username else ""
+        return parsed._replace(netloc=f"{user}{host}{port}").geturl()
+
+    @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "catalog.db"
 
@@ -362,7 +375,7 @@ class Settings:
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": str(self.sqlite_path),
                 "SQLITE_LOCK_TIMEOUT": "30",
-                "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlineSQLiteRecorder",
+                "APPLICATION_RECORDER_TOPIC": "icelog.projections.recorders:InlineSQLiteRecorder",
             }
             return env
         parsed = urlparse(self.database_url)
@@ -379,6 +392,6 @@ class Settings:
             "POSTGRES_MAX_OVERFLOW": str(self.pg_max_overflow),
             "POSTGRES_LOCK_TIMEOUT": str(self.pg_lock_timeout_seconds),
             "POSTGRES_CONNECT_TIMEOUT": "10",
-            "APPLICATION_RECORDER_TOPIC": "projections.recorders:InlinePostgresRecorder",
+            "APPLICATION_RECORDER_TOPIC": "icelog.projections.recorders:InlinePostgresRecorder",
         }
         return env

@@ -14,10 +14,10 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
-from commands.catalog import Catalog
-from commands.storage import access_for, credential_for
-from commands.storage.vending import CredentialVendor, storage_credentials
-from domain.identifiers import TabularName
+from icelog.commands.catalog import Catalog
+from icelog.commands.storage import access_for, credential_for
+from icelog.commands.storage.vending import CredentialVendor, storage_credentials
+from icelog.domain.identifiers import TabularName
 
 VENDED = "vended-credentials"
 SIGNING = "remote-signing"

@@ -5,7 +5,7 @@ imported, then replaces itself (same pid, so signals still reach it) with this m
 uvicorn's supervisor only starts, watches and stops the workers, and a parent that kept
 the catalog's imports held ~70 MB for nothing (~26 MB this way).
 
-    python -m api.supervise HOST PORT WORKERS LOG_LEVEL LOG_FORMAT
+    python -m icelog.api.supervise HOST PORT WORKERS LOG_LEVEL LOG_FORMAT
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import sys
 
 import uvicorn
 
-from api.logs import configure_logging, uvicorn_log_options
+from icelog.api.logs import configure_logging, uvicorn_log_options
 
 
 def main(argv: list[str]) -> int:
     host, port, workers, log_level, log_format = argv
     configure_logging(log_format, log_level)
     uvicorn.run(
-        "api.app:create_app_from_env",
+        "icelog.api.app:create_app_from_env",
         factory=True,
         host=host,
         port=int(port),

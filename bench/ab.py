@@ -59,7 +59,7 @@ class TreeServer:
         )
         log = Path(self.tmp, "server.log").open("wb")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "api", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "icelog.api", "serve", "--port", str(self.port)],
             cwd=self.tree,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from publish import fill_log, pct  # noqa: E402
 
-from api.services import Services  # noqa: E402
-from api.settings import Settings  # noqa: E402
+from icelog.api.services import Services  # noqa: E402
+from icelog.api.settings import Settings  # noqa: E402
 from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
 from tests.support.postgres import create_database as make_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402

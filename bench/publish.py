@@ -32,11 +32,11 @@ import nats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from api.publishing import build_relay  # noqa: E402
-from api.services import Services  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from domain.context import RequestContext  # noqa: E402
-from domain.identifiers import NamespaceName, TabularName  # noqa: E402
+from icelog.api.publishing import build_relay  # noqa: E402
+from icelog.api.services import Services  # noqa: E402
+from icelog.api.settings import Settings  # noqa: E402
+from icelog.domain.context import RequestContext  # noqa: E402
+from icelog.domain.identifiers import NamespaceName, TabularName  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
 from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
 from tests.support.postgres import create_database as make_database  # noqa: E402

@@ -31,13 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from api.services import Services  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from domain.context import RequestContext  # noqa: E402
-from domain.identifiers import NamespaceName, TabularName  # noqa: E402
-from projections import maintenance  # noqa: E402
-from projections.rebuild import differences, drop_tables, rebuild  # noqa: E402
-from projections.sql import write_transaction  # noqa: E402
+from icelog.api.services import Services  # noqa: E402
+from icelog.api.settings import Settings  # noqa: E402
+from icelog.domain.context import RequestContext  # noqa: E402
+from icelog.domain.identifiers import NamespaceName, TabularName  # noqa: E402
+from icelog.projections import maintenance  # noqa: E402
+from icelog.projections.rebuild import differences, drop_tables, rebuild  # noqa: E402
+from icelog.projections.sql import write_transaction  # noqa: E402
 from tests.support import postgres  # noqa: E402
 
 SCHEMA = {

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from commands.tasks import TaskCommands
-from domain.audit import AUDIT_ANCHOR_ID, AuditAnchor
-from domain.context import RequestContext
+from icelog.commands.tasks import TaskCommands
+from icelog.domain.audit import AUDIT_ANCHOR_ID, AuditAnchor
+from icelog.domain.context import RequestContext
 
 
 class AuditCommands(TaskCommands):

@@ -17,24 +17,24 @@ import orjson
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
 
-from commands.group_commit import ConcurrentChange, GroupCommitter
-from commands.storage import StorageLimits, file_io_for
-from domain.cancellation import check_cancelled
-from domain.claims import NameClaim
-from domain.errors import (
+from icelog.commands.group_commit import ConcurrentChange, GroupCommitter
+from icelog.commands.storage import StorageLimits, file_io_for
+from icelog.domain.cancellation import check_cancelled
+from icelog.domain.claims import NameClaim
+from icelog.domain.errors import (
     BadRequestError,
     NoSuchWarehouseError,
     NotFoundError,
     ServiceUnavailableError,
 )
-from domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, held_claim
-from domain.json_limits import check_json_depth
-from domain.namespace import Namespace
-from domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
-from domain.project import Project
-from domain.table import Table
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, held_claim
+from icelog.domain.json_limits import check_json_depth
+from icelog.domain.namespace import Namespace
+from icelog.domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
+from icelog.domain.project import Project
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 log = logging.getLogger("icelog.commands")
 

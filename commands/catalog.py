@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from commands.lifecycle import UndropTarget
-from commands.tables import TableState
-from commands.verify import VerifyCommands
+from icelog.commands.lifecycle import UndropTarget
+from icelog.commands.tables import TableState
+from icelog.commands.verify import VerifyCommands
 
 __all__ = ["Catalog", "TableState", "UndropTarget"]
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from commands.base import now_ms
-from commands.group_commit import ConcurrentChange
-from commands.views import ViewCommands
-from domain.context import RequestContext
-from domain.idempotency import IdempotencyRecord, idempotency_id, new_claim
+from icelog.commands.base import now_ms
+from icelog.commands.group_commit import ConcurrentChange
+from icelog.commands.views import ViewCommands
+from icelog.domain.context import RequestContext
+from icelog.domain.idempotency import IdempotencyRecord, idempotency_id, new_claim
 
 
 @dataclass(frozen=True)

@@ -15,18 +15,18 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from commands.base import now_ms
-from commands.protection import ProtectionCommands
-from domain.claims import NameClaim
-from domain.context import RequestContext
-from domain.errors import AlreadyExistsError, BadRequestError, ConflictError, NotFoundError
-from domain.identifiers import NamespaceName, TabularName
-from domain.namespace import Namespace
-from domain.protection import ensure_unprotected
-from domain.table import Table
-from domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, Task
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.commands.base import now_ms
+from icelog.commands.protection import ProtectionCommands
+from icelog.domain.claims import NameClaim
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import AlreadyExistsError, BadRequestError, ConflictError, NotFoundError
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.namespace import Namespace
+from icelog.domain.protection import ensure_unprotected
+from icelog.domain.table import Table
+from icelog.domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, Task
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 SOFT_DELETED = "soft-deleted"  # the namespace child kind of a soft-dropped tabular
 

@@ -6,18 +6,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
-from commands.base import CatalogBase
-from commands.storage import (
+from icelog.commands.base import CatalogBase
+from icelog.commands.storage import (
     StoragePolicy,
     check_storage_access,
     credential_for,
     storage_root,
     validate_storage_profile,
 )
-from commands.storage.s3_profile import normalize_s3_profile
-from domain.claims import NameClaim, claim
-from domain.context import SYSTEM, RequestContext
-from domain.errors import (
+from icelog.commands.storage.s3_profile import normalize_s3_profile
+from icelog.domain.claims import NameClaim, claim
+from icelog.domain.context import SYSTEM, RequestContext
+from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NoSuchProjectError,
@@ -25,12 +25,12 @@ from domain.errors import (
     NotEmptyError,
     ServiceUnavailableError,
 )
-from domain.identifiers import SERVER_ID, reject_control_characters, warehouse_claim_id
-from domain.project import Project
-from domain.protection import ensure_unprotected
-from domain.server import Server
-from domain.storage_roots import STORAGE_ROOTS_ID, StorageRoots
-from domain.warehouse import Warehouse
+from icelog.domain.identifiers import SERVER_ID, reject_control_characters, warehouse_claim_id
+from icelog.domain.project import Project
+from icelog.domain.protection import ensure_unprotected
+from icelog.domain.server import Server
+from icelog.domain.storage_roots import STORAGE_ROOTS_ID, StorageRoots
+from icelog.domain.warehouse import Warehouse
 
 R = TypeVar("R")
 # How long a replaced or deleted warehouse's credential stays readable: far longer than

@@ -6,19 +6,19 @@ from uuid import UUID
 
 import orjson
 
-from commands.management import ManagementCommands
-from domain.context import RequestContext
-from domain.errors import (
+from icelog.commands.management import ManagementCommands
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     UnprocessableEntityError,
 )
-from domain.identifiers import NamespaceName, namespace_id, properties_hint_key
-from domain.namespace import Namespace
-from domain.properties import reject_secret_properties
-from domain.protection import ensure_unprotected
+from icelog.domain.identifiers import NamespaceName, namespace_id, properties_hint_key
+from icelog.domain.namespace import Namespace
+from icelog.domain.properties import reject_secret_properties
+from icelog.domain.protection import ensure_unprotected
 
 
 def not_empty_message(ns: Namespace, name: NamespaceName) -> str:

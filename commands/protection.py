@@ -6,15 +6,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from commands.idempotency import IdempotencyCommands
-from commands.management import validate_delete_profile
-from domain.context import RequestContext
-from domain.errors import NotFoundError
-from domain.identifiers import NamespaceName, TabularName
-from domain.namespace import Namespace
-from domain.table import Table
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.commands.idempotency import IdempotencyCommands
+from icelog.commands.management import validate_delete_profile
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import NotFoundError
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.namespace import Namespace
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 _KINDS: dict[str, type[Table] | type[View] | type[Namespace] | type[Warehouse]] = {
     "table": Table,

@@ -11,13 +11,13 @@ from uuid import UUID, uuid4
 
 import orjson
 
-from commands.base import now_ms
-from commands.group_commit import ConcurrentChange
-from commands.namespaces import NamespaceCommands
-from commands.turns import NAMESPACE_TURNS, TABLE_TURNS
-from domain.claims import NameClaim, claim
-from domain.context import RequestContext
-from domain.errors import (
+from icelog.commands.base import now_ms
+from icelog.commands.group_commit import ConcurrentChange
+from icelog.commands.namespaces import NamespaceCommands
+from icelog.commands.turns import NAMESPACE_TURNS, TABLE_TURNS
+from icelog.domain.claims import NameClaim, claim
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     CatalogError,
@@ -28,28 +28,28 @@ from domain.errors import (
     NothingAppendedError,
     ServiceUnavailableError,
 )
-from domain.idempotency import IdempotentReplay
-from domain.identifiers import NamespaceName, TabularName, tabular_claim_id
-from domain.locations import (
+from icelog.domain.idempotency import IdempotentReplay
+from icelog.domain.identifiers import NamespaceName, TabularName, tabular_claim_id
+from icelog.domain.locations import (
     Location,
     check_scheme_allowed,
     default_table_location,
     parse_inside,
 )
-from domain.namespace import Namespace
-from domain.ports import FileIO, LocationIndex
-from domain.properties import reject_secret_properties
-from domain.requirements import check_requirements
-from domain.table import Table
-from domain.table_metadata import (
+from icelog.domain.namespace import Namespace
+from icelog.domain.ports import FileIO, LocationIndex
+from icelog.domain.properties import reject_secret_properties
+from icelog.domain.requirements import check_requirements
+from icelog.domain.table import Table
+from icelog.domain.table_metadata import (
     apply_updates,
     is_create_requirements,
     metadata_file_name,
     metadata_file_version,
     new_table_metadata,
 )
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 log = logging.getLogger("icelog.commands")
 

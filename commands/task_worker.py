@@ -15,9 +15,9 @@ import threading
 import time
 from uuid import UUID, uuid4
 
-from commands.base import now_ms
-from commands.tasks import TaskCommands
-from domain.ports import TaskLeaseStore
+from icelog.commands.base import now_ms
+from icelog.commands.tasks import TaskCommands
+from icelog.domain.ports import TaskLeaseStore
 
 log = logging.getLogger("icelog.tasks")
 

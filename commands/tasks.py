@@ -13,18 +13,18 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from commands.base import now_ms
-from commands.group_commit import ConcurrentChange
-from commands.lifecycle import LifecycleCommands
-from commands.storage.purge import PurgePlan, reachable_files
-from domain.context import RequestContext
-from domain.errors import BadRequestError, NotFoundError
-from domain.locations import Location
-from domain.ports import FileIO, OutsideStorageError
-from domain.table import Table
-from domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, RUNNING, Task, TaskStateError
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.commands.base import now_ms
+from icelog.commands.group_commit import ConcurrentChange
+from icelog.commands.lifecycle import LifecycleCommands
+from icelog.commands.storage.purge import PurgePlan, reachable_files
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import BadRequestError, NotFoundError
+from icelog.domain.locations import Location
+from icelog.domain.ports import FileIO, OutsideStorageError
+from icelog.domain.table import Table
+from icelog.domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, RUNNING, Task, TaskStateError
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 # Called now and then during long work; returns False when the lease was lost.
 Heartbeat = Callable[[], bool]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from commands.audit import AuditCommands
-from domain.errors import CatalogError
-from domain.metadata_fold import fold
-from domain.ports import UnreadableFileError
-from domain.table import Table
-from domain.view import View
-from domain.warehouse import Warehouse
+from icelog.commands.audit import AuditCommands
+from icelog.domain.errors import CatalogError
+from icelog.domain.metadata_fold import fold
+from icelog.domain.ports import UnreadableFileError
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 _FIRST_TOPICS = [
     Table.Created.TOPIC,

@@ -6,23 +6,23 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID, uuid4
 
-from commands.base import now_ms
-from commands.tables import TableCommands, TableState, metadata_dir, namespace_turn
-from domain.claims import NameClaim, claim
-from domain.context import RequestContext
-from domain.errors import (
+from icelog.commands.base import now_ms
+from icelog.commands.tables import TableCommands, TableState, metadata_dir, namespace_turn
+from icelog.domain.claims import NameClaim, claim
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     CommitStateUnknownError,
     NoSuchViewError,
 )
-from domain.identifiers import TabularName, tabular_claim_id
-from domain.locations import Location
-from domain.metadata_state import Metadata
-from domain.properties import reject_secret_properties
-from domain.table_metadata import metadata_file_version
-from domain.view import View
-from domain.view_metadata import (
+from icelog.domain.identifiers import TabularName, tabular_claim_id
+from icelog.domain.locations import Location
+from icelog.domain.metadata_state import Metadata
+from icelog.domain.properties import reject_secret_properties
+from icelog.domain.table_metadata import metadata_file_version
+from icelog.domain.view import View
+from icelog.domain.view_metadata import (
     apply_view_updates,
     check_view_requirements,
     new_view_metadata,

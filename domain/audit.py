@@ -12,7 +12,7 @@ from uuid import uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.identifiers import ICELOG_NAMESPACE
+from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 AUDIT_ANCHOR_ID = uuid5(ICELOG_NAMESPACE, "audit-anchor")
 

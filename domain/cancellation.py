@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 
-from domain.errors import ServiceUnavailableError
+from icelog.domain.errors import ServiceUnavailableError
 
 
 class RequestCancelledError(ServiceUnavailableError):

@@ -17,7 +17,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.identifiers import ICELOG_NAMESPACE
+from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 
 class IdempotentReplay(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID, uuid5
 
-from domain.errors import BadRequestError
+from icelog.domain.errors import BadRequestError
 
 NIL_UUID = UUID(int=0)
 # Fixed namespace for every derived id; changing it would orphan stored claims.

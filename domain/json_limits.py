@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import BadRequestError
+from icelog.domain.errors import BadRequestError
 
 # Far below orjson's 254 levels on output: a request body is stored inside events and
 # answered inside responses, each adding a few levels around it. Real request bodies stay

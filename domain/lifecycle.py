@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from domain.errors import ConflictError
+from icelog.domain.errors import ConflictError
 
 
 class NotSoftDeletedError(ConflictError):

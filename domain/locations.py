@@ -29,8 +29,8 @@ from typing import Any
 from urllib.parse import unquote
 from uuid import UUID
 
-from domain.errors import BadRequestError
-from domain.identifiers import NamespaceName
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import NamespaceName
 
 ALTERNATIVE_S3_SCHEMES = ("s3a://", "s3n://")
 _SCHEMES = {"file": "file", "s3": "s3", "s3a": "s3", "s3n": "s3"}

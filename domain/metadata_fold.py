@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from domain.metadata_rules import applying
-from domain.table import Table
-from domain.table_metadata import apply_updates
-from domain.view import View
-from domain.view_metadata import apply_view_updates
+from icelog.domain.metadata_rules import applying
+from icelog.domain.table import Table
+from icelog.domain.table_metadata import apply_updates
+from icelog.domain.view import View
+from icelog.domain.view_metadata import apply_view_updates
 
 
 @dataclass(frozen=True)

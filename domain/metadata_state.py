@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ValidationError
-from domain.specs import UNPARTITIONED_LAST_ASSIGNED_ID, spec_last_assigned_id
+from icelog.domain.errors import ValidationError
+from icelog.domain.specs import UNPARTITIONED_LAST_ASSIGNED_ID, spec_last_assigned_id
 
 Metadata = dict[str, Any]
 

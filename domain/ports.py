@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 from uuid import UUID
 
-from domain.errors import BadRequestError
-from domain.locations import Location
+from icelog.domain.errors import BadRequestError
+from icelog.domain.locations import Location
 
 
 class OutsideStorageError(BadRequestError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from domain.errors import BadRequestError
+from icelog.domain.errors import BadRequestError
 
 # Keys that name credentials. Such values would land in the append-only log, readable
 # by every auditor and consumer forever, so they are refused instead of stored.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import ConflictError
+from icelog.domain.errors import ConflictError
 
 
 class ProtectedError(ConflictError):

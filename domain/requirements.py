@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from domain.errors import BadRequestError, CommitFailedError
-from domain.metadata_state import Metadata, refs_of
+from icelog.domain.errors import BadRequestError, CommitFailedError
+from icelog.domain.metadata_state import Metadata, refs_of
 
 _Check = Callable[[Metadata, dict[str, Any]], None]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import date, time
 from typing import Any
 
-from domain.errors import IllegalArgumentError, ValidationError
+from icelog.domain.errors import IllegalArgumentError, ValidationError
 
 # First format version that allows each v3-only type (Java MIN_FORMAT_VERSIONS).
 V3_TYPE_PREFIXES = ("timestamp_ns", "timestamptz_ns", "variant", "unknown", "geometry", "geography")

@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from domain.errors import IllegalArgumentError, ValidationError
-from domain.metadata_rules import legacy
-from domain.schema_ids import (
+from icelog.domain.errors import IllegalArgumentError, ValidationError
+from icelog.domain.metadata_rules import legacy
+from icelog.domain.schema_ids import (
     INT_MAX,
     brief,
     id_to_name,

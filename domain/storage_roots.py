@@ -15,9 +15,9 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.errors import BadRequestError, ConflictError
-from domain.identifiers import ICELOG_NAMESPACE
-from domain.locations import Location
+from icelog.domain.errors import BadRequestError, ConflictError
+from icelog.domain.identifiers import ICELOG_NAMESPACE
+from icelog.domain.locations import Location
 
 STORAGE_ROOTS_ID = uuid5(ICELOG_NAMESPACE, "storage-roots")
 

@@ -15,14 +15,14 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.lifecycle import (
+from icelog.domain.lifecycle import (
     SoftDeletable,
     apply_expired,
     apply_soft_dropped,
     apply_undropped,
 )
-from domain.metadata_rules import CURRENT, LEGACY
-from domain.protection import Protectable
+from icelog.domain.metadata_rules import CURRENT, LEGACY
+from icelog.domain.protection import Protectable
 
 
 class Table(Protectable, SoftDeletable, Aggregate):

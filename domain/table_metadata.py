@@ -11,21 +11,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from domain.errors import IllegalArgumentError
-from domain.schema_ids import (
+from icelog.domain.errors import IllegalArgumentError
+from icelog.domain.schema_ids import (
     assign_fresh_ids,
     highest_field_id,
     id_to_name,
     prepare_schema,
 )
-from domain.specs import (
+from icelog.domain.specs import (
     PARTITION_DATA_ID_START,
     bind_sort_order,
     bind_spec,
     remap_source_ids,
     spec_last_assigned_id,
 )
-from domain.table_updates import (
+from icelog.domain.table_updates import (
     DEFAULT_FORMAT_VERSION,
     MAX_FORMAT_VERSION,
     SUPPORTED_FORMAT_VERSIONS,

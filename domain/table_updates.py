@@ -12,14 +12,14 @@ import uuid as uuid_lib
 from collections.abc import Callable
 from typing import Any
 
-from domain.errors import (
+from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,
     IllegalArgumentError,
     ValidationError,
 )
-from domain.metadata_rules import legacy
-from domain.metadata_state import (
+from icelog.domain.metadata_rules import legacy
+from icelog.domain.metadata_state import (
     DEFAULT_FORMAT_VERSION,
     LAST_ADDED,
     MAIN_BRANCH,
@@ -32,17 +32,17 @@ from domain.metadata_state import (
     MetadataState,
     refs_of,
 )
-from domain.metadata_state import (
+from icelog.domain.metadata_state import (
     is_int as _is_int,
 )
-from domain.schema_ids import (
+from icelog.domain.schema_ids import (
     highest_field_id,
     is_int32,
     is_int64,
     prepare_schema,
     same_schema,
 )
-from domain.specs import (
+from icelog.domain.specs import (
     PARTITION_DATA_ID_START,
     bind_sort_order,
     bind_spec,

@@ -13,8 +13,8 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from domain.errors import ConflictError
-from domain.identifiers import ICELOG_NAMESPACE
+from icelog.domain.errors import ConflictError
+from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 EXPIRATION_QUEUE = "tabular-expiration"
 PURGE_QUEUE = "tabular-purge"

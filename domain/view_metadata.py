@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.errors import BadRequestError, CommitFailedError, IllegalArgumentError
-from domain.view_updates import (
+from icelog.domain.errors import BadRequestError, CommitFailedError, IllegalArgumentError
+from icelog.domain.view_updates import (
     LAST_ADDED,
     REPLACE_DROP_DIALECT_ALLOWED,
     VERSION_HISTORY_SIZE,

@@ -15,10 +15,10 @@ import copy
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
-from domain.errors import BadRequestError, IllegalArgumentError, ValidationError
-from domain.metadata_rules import legacy
-from domain.metadata_state import is_int
-from domain.schema_ids import is_int32, is_int64, prepare_schema, same_schema
+from icelog.domain.errors import BadRequestError, IllegalArgumentError, ValidationError
+from icelog.domain.metadata_rules import legacy
+from icelog.domain.metadata_state import is_int
+from icelog.domain.schema_ids import is_int32, is_int64, prepare_schema, same_schema
 
 ViewMetadata = dict[str, Any]
 

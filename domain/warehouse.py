@@ -7,7 +7,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from domain.protection import Protectable
+from icelog.domain.protection import Protectable
 
 
 class Warehouse(Protectable, Aggregate):

@@ -15,10 +15,9 @@ import os
 import sys
 from typing import Any
 
-import snowpark_connect_deps_iceberg as deps
 from pyspark.sql import SparkSession
 
-RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+from icelog.api.clients import spark_runtime_jar
 
 WHO_CHANGED = """
 SELECT time, request_id, actor, type, data
@@ -49,7 +48,7 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
-        .config("spark.jars", str(deps.get_jar_path(RUNTIME_JAR)))
+        .config("spark.jars", spark_runtime_jar())
         .config("spark.sql.catalog.icelog", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.icelog.type", "rest")
         .config("spark.sql.catalog.icelog.uri", args.uri)

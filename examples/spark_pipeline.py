@@ -22,7 +22,6 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-import snowpark_connect_deps_iceberg as deps
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
     DecimalType,
@@ -33,7 +32,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+from icelog.api.clients import spark_runtime_jar
+
 COUNTRIES = ["DE", "FR", "NL", "PL", "SE", "US"]
 STATUSES = ["placed", "paid", "shipped"]
 START = datetime(2024, 3, 1, tzinfo=UTC)
@@ -128,7 +128,7 @@ def build_spark(uri: str, warehouse: str, catalog: str, master: str) -> Any:
     spark = (
         SparkSession.builder.master(master)
         .appName("icelog-example-pipeline")
-        .config("spark.jars", str(deps.get_jar_path(RUNTIME_JAR)))
+        .config("spark.jars", spark_runtime_jar())
         .config(
             "spark.sql.extensions",
             "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from domain.errors import BadRequestError
-from projections.catalog_history import (
+from icelog.domain.errors import BadRequestError
+from icelog.projections.catalog_history import (
     DROPPED,
     NAMESPACE,
     SOFT_DELETED,

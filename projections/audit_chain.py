@@ -22,7 +22,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder
 
-from projections.sql import SqlStore
+from icelog.projections.sql import SqlStore
 
 GENESIS = bytes(32)
 SCHEMA = (

@@ -39,14 +39,14 @@ import orjson
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import tuple_row
 
-from domain.identifiers import SEPARATOR
-from domain.namespace import Namespace
-from domain.project import Project
-from domain.table import Table
-from domain.view import View
-from domain.warehouse import Warehouse
-from projections.event_index import EventIndex, IndexRow
-from projections.sql import SqlStore, write_transaction
+from icelog.domain.identifiers import SEPARATOR
+from icelog.domain.namespace import Namespace
+from icelog.domain.project import Project
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
+from icelog.projections.event_index import EventIndex, IndexRow
+from icelog.projections.sql import SqlStore, write_transaction
 
 # Kinds, in the order a warehouse's rows sort: the warehouse, then per namespace the
 # namespace, its tables, its views. Projects sort under the empty warehouse id.

@@ -14,16 +14,16 @@ from typing import Any
 
 import orjson
 
-from domain.identifiers import NamespaceName, properties_hint_key
-from domain.locations import normalize_location
-from domain.metadata_fold import replay_commit
-from domain.namespace import Namespace
-from domain.project import Project
-from domain.table import Table
-from domain.task import Task
-from domain.view import View
-from domain.warehouse import Warehouse
-from projections.schema import TABULAR_COLUMNS
+from icelog.domain.identifiers import NamespaceName, properties_hint_key
+from icelog.domain.locations import normalize_location
+from icelog.domain.metadata_fold import replay_commit
+from icelog.domain.namespace import Namespace
+from icelog.domain.project import Project
+from icelog.domain.table import Table
+from icelog.domain.task import Task
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
+from icelog.projections.schema import TABULAR_COLUMNS
 
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
 # execute() signatures differ, so the type stays open.

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from projections.sql import SqlStore
+from icelog.projections.sql import SqlStore
 
 
 def schema(dialect: str) -> list[str]:

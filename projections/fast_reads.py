@@ -25,9 +25,9 @@ from typing import Any, Protocol
 import psycopg
 from psycopg import AsyncConnection
 
-from domain.errors import ServiceUnavailableError
-from domain.identifiers import NamespaceName
-from projections.queries import TabularRow
+from icelog.domain.errors import ServiceUnavailableError
+from icelog.domain.identifiers import NamespaceName
+from icelog.projections.queries import TabularRow
 
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).

@@ -34,16 +34,16 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from projections.rebuild import (
+from icelog.projections.rebuild import (
     Datastore,
     Fold,
     drop_tables,
     index_statements,
     snapshot_transaction,
 )
-from projections.rebuild import compare as compare_tables
-from projections.schema import READ_MODEL_TABLES, create_statements
-from projections.sql import is_lock_timeout, write_transaction
+from icelog.projections.rebuild import compare as compare_tables
+from icelog.projections.schema import READ_MODEL_TABLES, create_statements
+from icelog.projections.sql import is_lock_timeout, write_transaction
 
 NEW_PREFIX = "rebuild_"
 OLD_PREFIX = "old_"

@@ -38,8 +38,14 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.rows import tuple_row
 
-from projections import audit_chain, catalog_history, event_index, publisher_positions, secrets
-from projections.sql import Datastore, is_lock_timeout, write_transaction
+from icelog.projections import (
+    audit_chain,
+    catalog_history,
+    event_index,
+    publisher_positions,
+    secrets,
+)
+from icelog.projections.sql import Datastore, is_lock_timeout, write_transaction
 
 VERSION_TABLE = "icelog_schema_version"
 # One migration at a time per PostgreSQL database ("icelog-m" as a big-endian integer).
@@ -80,6 +86,11 @@ class Step:
     version: int
     description: str
     apply: Apply
+    # Where the step changes anything; elsewhere it is only recorded, to keep one numbering.
+    dialects: tuple[str, ...] = ("postgres", "sqlite")
+
+    def does_work_on(self, dialect: str) -> bool:
+        return dialect in self.dialects
 
 
 def _statements(make: Callable[[str], Sequence[str]]) -> Apply:
@@ -147,7 +158,12 @@ STEPS: tuple[Step, ...] = (
     Step(3, "audit hash chain", _statements(lambda _d: [audit_chain.SCHEMA])),
     Step(4, "event index", _statements(event_index.schema)),
     Step(5, "storage credentials (encrypted)", _statements(lambda _d: [secrets.SCHEMA])),
-    Step(6, "one-statement append of commits (PostgreSQL function)", _append_function),
+    Step(
+        6,
+        "one-statement append of commits (PostgreSQL function)",
+        _append_function,
+        dialects=("postgres",),
+    ),
     Step(7, "task outcomes in the task queue", _task_results),
     Step(8, "grace period for replaced storage credentials", _retire_column),
     Step(9, "catalog history (as-of)", _statements(catalog_history.schema)),

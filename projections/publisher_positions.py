@@ -8,7 +8,7 @@ cannot move the position, and stops.
 
 from __future__ import annotations
 
-from projections.sql import SqlStore
+from icelog.projections.sql import SqlStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS icelog_publisher_positions ("

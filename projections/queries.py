@@ -13,8 +13,8 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.rows import tuple_row
 
-from domain.errors import BadRequestError
-from domain.identifiers import NamespaceName
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import NamespaceName
 
 Rows = list[tuple[Any, ...]]
 

@@ -29,12 +29,12 @@ from eventsourcing.sqlite import SQLiteDatastore
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from domain.metadata_fold import replay_commit
-from domain.table import Table
-from domain.view import View
-from projections.catalog_view import CatalogView, Cursor
-from projections.schema import READ_MODEL_TABLES, create_statements
-from projections.sql import write_transaction
+from icelog.domain.metadata_fold import replay_commit
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.projections.catalog_view import CatalogView, Cursor
+from icelog.projections.schema import READ_MODEL_TABLES, create_statements
+from icelog.projections.sql import write_transaction
 
 BATCH = 2000
 # Documents a fold keeps in memory to fold the next commit without reading the row back.

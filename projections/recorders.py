@@ -22,9 +22,9 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
-from projections.catalog_view import CatalogView
-from projections.schema import create_statements
-from projections.sql import harden_postgres_datastore
+from icelog.projections.catalog_view import CatalogView
+from icelog.projections.schema import create_statements
+from icelog.projections.sql import harden_postgres_datastore
 
 
 class InlineSQLiteRecorder(SQLiteApplicationRecorder):

@@ -19,7 +19,7 @@ import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from projections.sql import Datastore, SqlStore
+from icelog.projections.sql import Datastore, SqlStore
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS icelog_secrets ("

@@ -17,7 +17,7 @@ from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.rows import DictRow, tuple_row
 from psycopg_pool import ConnectionPool
 
-from domain.errors import NothingAppendedError, ServiceUnavailableError
+from icelog.domain.errors import NothingAppendedError, ServiceUnavailableError
 
 Datastore = SQLiteDatastore | PostgresDatastore
 log = logging.getLogger("icelog.db")

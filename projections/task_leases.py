@@ -13,7 +13,7 @@ aggregate, whose version check is the final guard against a double start.
 
 from __future__ import annotations
 
-from projections.sql import SqlStore
+from icelog.projections.sql import SqlStore
 
 _CLAIM = (
     "INSERT INTO icelog_task_leases (task_id, worker, lease_until_ms) "

@@ -30,7 +30,7 @@ from uuid import UUID, uuid5
 from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent
 
-from domain.identifiers import ICELOG_NAMESPACE
+from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 DEFAULT_SOURCE = "urn:icelog:catalog"
 TYPE_PREFIX = "io."

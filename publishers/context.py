@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
 
-from domain.claims import NameClaim
-from domain.namespace import Namespace
-from domain.project import Project
-from domain.table import Table
-from domain.task import Task
-from domain.view import View
-from domain.warehouse import Warehouse
-from publishers.cloud_events import EventContext
+from icelog.domain.claims import NameClaim
+from icelog.domain.namespace import Namespace
+from icelog.domain.project import Project
+from icelog.domain.table import Table
+from icelog.domain.task import Task
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
+from icelog.publishers.cloud_events import EventContext
 
 # (aggregate id, version) → the aggregate as of that version, or None when it is unknown.
 LoadAt = Callable[[UUID, int], Any]

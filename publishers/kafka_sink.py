@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from publishers.sinks import OutMessage, SinkConfigError
+from icelog.publishers.sinks import OutMessage, SinkConfigError
 
 # Settings the relay's guarantees depend on: not overridable.
 _REQUIRED = {"enable.idempotence": True, "acks": "all"}

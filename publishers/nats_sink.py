@@ -19,7 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import NotFoundError
 
-from publishers.sinks import OutMessage, SinkConfigError
+from icelog.publishers.sinks import OutMessage, SinkConfigError
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from uuid import uuid4
 
-from publishers.cloud_events import to_cloud_event, to_json
-from publishers.context import ContextResolver
-from publishers.sinks import OutMessage, Sink
+from icelog.publishers.cloud_events import to_cloud_event, to_json
+from icelog.publishers.context import ContextResolver
+from icelog.publishers.sinks import OutMessage, Sink
 
 log = logging.getLogger("icelog.publish")
 

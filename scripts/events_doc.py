@@ -40,16 +40,16 @@ from typing import Any
 import fastavro
 from eventsourcing.domain import DomainEvent
 
-import domain
-from api.app import create_app
-from api.audit import Chainer
-from api.publishing import LogAccess
-from api.services import Services
-from api.settings import PublishSettings, Settings
-from domain.errors import ServiceUnavailableError
-from domain.identifiers import NamespaceName, namespace_id
-from publishers.cloud_events import to_cloud_event, to_json
-from publishers.context import ContextResolver
+from icelog import domain
+from icelog.api.app import create_app
+from icelog.api.audit import Chainer
+from icelog.api.publishing import LogAccess
+from icelog.api.services import Services
+from icelog.api.settings import PublishSettings, Settings
+from icelog.domain.errors import ServiceUnavailableError
+from icelog.domain.identifiers import NamespaceName, namespace_id
+from icelog.publishers.cloud_events import to_cloud_event, to_json
+from icelog.publishers.context import ContextResolver
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = ROOT / "docs" / "events.md"
@@ -68,7 +68,7 @@ def stored_event_classes() -> dict[str, type[Any]]:
     """topic → class for every concrete stored event class in domain/*.py (the
     `….event.v1` base classes are abstract: never stored)."""
     found: dict[str, type[Any]] = {}
-    for info in pkgutil.iter_modules(domain.__path__, "domain."):
+    for info in pkgutil.iter_modules(domain.__path__, "icelog.domain."):
         module = importlib.import_module(info.name)
         for cls in _classes(module):
             topic = cls.__dict__.get("TOPIC")

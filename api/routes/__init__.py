@@ -6,7 +6,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from api.services import Services
+from icelog.api.services import Services
 
 
 def services(request: Request) -> Services:

@@ -8,10 +8,10 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import json_response
-from api.routes import services
-from domain.errors import BadRequestError, NoSuchWarehouseError
-from domain.identifiers import NIL_UUID, reject_control_characters
+from icelog.api.http import json_response
+from icelog.api.routes import services
+from icelog.domain.errors import BadRequestError, NoSuchWarehouseError
+from icelog.domain.identifiers import NIL_UUID, reject_control_characters
 
 # Exactly the routes this server serves: clients treat the list as a contract, and
 # DuckDB sends all commits to transactions/commit whenever it is listed.

@@ -8,7 +8,7 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import (
+from icelog.api.http import (
     context,
     json_response,
     no_content,
@@ -16,12 +16,12 @@ from api.http import (
     parse_uuid,
     require_object,
 )
-from api.routes import services
-from api.routes.management import get_warehouse_row
-from commands.catalog import UndropTarget
-from domain.errors import BadRequestError, NotFoundError
-from domain.identifiers import reject_control_characters
-from domain.task import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED
+from icelog.api.routes import services
+from icelog.api.routes.management import get_warehouse_row
+from icelog.commands.catalog import UndropTarget
+from icelog.domain.errors import BadRequestError, NotFoundError
+from icelog.domain.identifiers import reject_control_characters
+from icelog.domain.task import CANCELLED, FAILED, PENDING, RUNNING, SUCCEEDED
 
 TASK_STATES = (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED)
 

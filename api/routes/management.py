@@ -9,12 +9,12 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import context, json_response, no_content, parse_uuid, require_object
-from api.routes import services
-from api.routes.config import project_id
-from api.routes.namespaces import drop_recursively
-from domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
-from domain.identifiers import NIL_UUID, SERVER_ID
+from icelog.api.http import context, json_response, no_content, parse_uuid, require_object
+from icelog.api.routes import services
+from icelog.api.routes.config import project_id
+from icelog.api.routes.namespaces import drop_recursively
+from icelog.domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
+from icelog.domain.identifiers import NIL_UUID, SERVER_ID
 
 
 class AlreadyBootstrappedError(BadRequestError):

@@ -8,7 +8,7 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import (
+from icelog.api.http import (
     context,
     json_response,
     namespace_from_json,
@@ -18,13 +18,13 @@ from api.http import (
     page_params,
     require_object,
 )
-from api.routes import prefix, services
-from api.services import Services
-from domain.context import RequestContext
-from domain.errors import BadRequestError, NoSuchNamespaceError
-from domain.identifiers import NamespaceName, TabularName
-from domain.properties import require_string_map
-from domain.protection import ProtectedError
+from icelog.api.routes import prefix, services
+from icelog.api.services import Services
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import BadRequestError, NoSuchNamespaceError
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.properties import require_string_map
+from icelog.domain.protection import ProtectedError
 
 
 def list_namespaces(request: Request, _body: Any) -> Response:

@@ -15,11 +15,11 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import json_response, namespace_param, path_param, require_object
-from api.routes import prefix, services
-from commands.storage import access_for
-from commands.storage.signing import S3Target, check_allowed, parse_target, sign
-from domain.errors import BadRequestError, ForbiddenError, NoSuchTableError
+from icelog.api.http import json_response, namespace_param, path_param, require_object
+from icelog.api.routes import prefix, services
+from icelog.commands.storage import access_for
+from icelog.commands.storage.signing import S3Target, check_allowed, parse_target, sign
+from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchTableError
 
 
 def _sign_request(body: Any) -> tuple[str, str, str, dict[str, list[str]], str | None]:

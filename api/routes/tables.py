@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import (
+from icelog.api.http import (
     context,
     json_response,
     namespace_from_json,
@@ -21,12 +21,12 @@ from api.http import (
     raw_json_response,
     require_object,
 )
-from api.routes import prefix, services
-from api.storage_access import TableAccess
-from commands.catalog import TableState
-from domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
-from domain.identifiers import TabularName
-from domain.properties import require_string_map
+from icelog.api.routes import prefix, services
+from icelog.api.storage_access import TableAccess
+from icelog.commands.catalog import TableState
+from icelog.domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
+from icelog.domain.identifiers import TabularName
+from icelog.domain.properties import require_string_map
 
 
 def _name(request: Request) -> TabularName:

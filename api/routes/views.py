@@ -8,7 +8,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from api.http import (
+from icelog.api.http import (
     context,
     json_response,
     namespace_param,
@@ -17,12 +17,12 @@ from api.http import (
     raw_json_response,
     require_object,
 )
-from api.routes import prefix, services
-from api.routes.tables import identifier_from_json, list_tabulars
-from commands.catalog import TableState
-from domain.errors import BadRequestError, NoSuchViewError
-from domain.identifiers import TabularName
-from domain.properties import require_string_map
+from icelog.api.routes import prefix, services
+from icelog.api.routes.tables import identifier_from_json, list_tabulars
+from icelog.commands.catalog import TableState
+from icelog.domain.errors import BadRequestError, NoSuchViewError
+from icelog.domain.identifiers import TabularName
+from icelog.domain.properties import require_string_map
 
 
 def _name(request: Request) -> TabularName:

@@ -9,18 +9,18 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
-from commands.storage.local import LocalFileIO, check_writable_directory
-from commands.storage.s3 import S3Access, S3FileIO, client_for
-from commands.storage.s3_profile import (
+from icelog.commands.storage.local import LocalFileIO, check_writable_directory
+from icelog.commands.storage.s3 import S3Access, S3FileIO, client_for
+from icelog.commands.storage.s3_profile import (
     normalize_s3_credential,
     normalize_s3_profile,
     probe_s3_access,
     s3_access,
 )
-from commands.storage.vending import CredentialVendor
-from domain.errors import BadRequestError, CatalogError, ServiceUnavailableError
-from domain.locations import Location
-from domain.ports import FileIO, SecretVault
+from icelog.commands.storage.vending import CredentialVendor
+from icelog.domain.errors import BadRequestError, CatalogError, ServiceUnavailableError
+from icelog.domain.locations import Location
+from icelog.domain.ports import FileIO, SecretVault
 
 
 @dataclass(frozen=True)

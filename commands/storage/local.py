@@ -23,9 +23,9 @@ import stat
 import time
 import uuid
 
-from domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
-from domain.locations import Location
-from domain.ports import OutsideStorageError, UnreadableFileError
+from icelog.domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
+from icelog.domain.locations import Location
+from icelog.domain.ports import OutsideStorageError, UnreadableFileError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TMPFILE = getattr(os, "O_TMPFILE", 0)

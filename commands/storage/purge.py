@@ -18,9 +18,9 @@ from typing import Any
 
 import fastavro
 
-from domain.errors import BadRequestError
-from domain.locations import Location
-from domain.ports import FileIO, OutsideStorageError, UnreadableFileError
+from icelog.domain.errors import BadRequestError
+from icelog.domain.locations import Location
+from icelog.domain.ports import FileIO, OutsideStorageError, UnreadableFileError
 
 # How many skipped files an outcome lists by name (all of them are counted).
 MAX_LISTED_SKIPS = 100

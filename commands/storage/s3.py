@@ -17,9 +17,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
-from domain.locations import Location
-from domain.ports import OutsideStorageError, UnreadableFileError
+from icelog.domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
+from icelog.domain.locations import Location
+from icelog.domain.ports import OutsideStorageError, UnreadableFileError
 
 
 def split_location(location: str) -> tuple[str, str]:

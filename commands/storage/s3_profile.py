@@ -15,10 +15,10 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
-from commands.storage.s3 import NOT_S3, S3Access, client_for, failure_reason, split_location
-from domain.errors import BadRequestError
-from domain.identifiers import reject_control_characters
-from domain.locations import Location
+from icelog.commands.storage.s3 import NOT_S3, S3Access, client_for, failure_reason, split_location
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import reject_control_characters
+from icelog.domain.locations import Location
 
 # Fields a profile may carry. Lakekeeper fields icelog does not act on yet are refused,
 # so that a setting never silently does nothing.

@@ -35,8 +35,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError
 
-from commands.storage.s3 import S3Access, split_location
-from domain.errors import BadRequestError, ForbiddenError, ServiceUnavailableError
+from icelog.commands.storage.s3 import S3Access, split_location
+from icelog.domain.errors import BadRequestError, ForbiddenError, ServiceUnavailableError
 
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})

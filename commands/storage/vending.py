@@ -26,8 +26,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from commands.storage.s3 import S3Access, failure_reason, split_location
-from domain.errors import (
+from icelog.commands.storage.s3 import S3Access, failure_reason, split_location
+from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
     UnsupportedOperationError,

@@ -27,8 +27,13 @@ import httpx
 import pytest
 import schemathesis
 
-from api.openapi import TABLE_SIGN_PATH, WAREHOUSE_SIGN_PATH, catalog_document, document_operations
-from api.routes.config import ENDPOINTS
+from icelog.api.openapi import (
+    TABLE_SIGN_PATH,
+    WAREHOUSE_SIGN_PATH,
+    catalog_document,
+    document_operations,
+)
+from icelog.api.routes.config import ENDPOINTS
 from tests.conformance.harness import Conformance, KnownBug, OperationReport
 from tests.conformance.s3 import REGION, create_s3_warehouse
 from tests.support.fixtures import ServerFactory

@@ -21,7 +21,7 @@ from openapi_spec_validator import validate
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from api.openapi import (
+from icelog.api.openapi import (
     CATALOG_DOC_PATH,
     MANAGEMENT_DOC_PATH,
     NEWER_THAN_SPEC,
@@ -32,8 +32,8 @@ from api.openapi import (
     management_document,
     openapi_routes,
 )
-from api.routes.config import ENDPOINTS
-from commands.storage import s3_profile as profiles
+from icelog.api.routes.config import ENDPOINTS
+from icelog.commands.storage import s3_profile as profiles
 from tests.conformance.harness import (
     CHECKS,
     Conformance,
@@ -120,7 +120,7 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
 def test_management_document_is_valid_and_covers_the_management_routes(
     client: TestClient,
 ) -> None:
-    from api.app import MANAGEMENT_ROUTES
+    from icelog.api.app import MANAGEMENT_ROUTES
 
     response = client.get(MANAGEMENT_DOC_PATH)
     assert response.status_code == 200

@@ -32,7 +32,7 @@ def export(server: CatalogServer) -> str:
     if server.database_url:
         env["ICELOG_DATABASE_URL"] = server.database_url
     done = subprocess.run(
-        [sys.executable, "-m", "api", "audit", "export", "--uri", server.uri],
+        [sys.executable, "-m", "icelog.api", "audit", "export", "--uri", server.uri],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

@@ -28,11 +28,11 @@ import pytest
 from eventsourcing.persistence import OperationalError
 from eventsourcing.postgres import PostgresDatastore
 
-from domain.errors import ServiceUnavailableError
-from domain.identifiers import NamespaceName
-from projections.fast_reads import PostgresTabularReader
-from projections.schema import create_statements
-from projections.sql import harden_postgres_datastore
+from icelog.domain.errors import ServiceUnavailableError
+from icelog.domain.identifiers import NamespaceName
+from icelog.projections.fast_reads import PostgresTabularReader
+from icelog.projections.schema import create_statements
+from icelog.projections.sql import harden_postgres_datastore
 from tests.support import load
 from tests.support.pg_cluster import ClusterUnavailable, PgCluster, create_cluster
 from tests.support.server import CatalogServer, start_server

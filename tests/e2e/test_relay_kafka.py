@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from publishers.cloud_events import from_json
+from icelog.publishers.cloud_events import from_json
 from tests.e2e.test_relay_nats import Writer, assert_complete_and_ordered, head, metric
 from tests.support.clients import wait_until
 from tests.support.fixtures import ServerFactory

@@ -63,8 +63,8 @@ def warehouse_id(server: CatalogServer) -> str:
 
 def task_events(server: CatalogServer, task_id: str) -> list[str]:
     """The task's event kinds, read straight from the event store."""
-    from api.services import Services
-    from api.settings import Settings
+    from icelog.api.services import Services
+    from icelog.api.settings import Settings
 
     env = {"ICELOG_DATA_DIR": str(server.data_dir)}
     if server.database_url:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings
 from tests.support import postgres
 
 BACKENDS = [

@@ -18,10 +18,10 @@ from uuid import UUID
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings
-from commands.group_commit import GroupCommitter
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings
+from icelog.commands.group_commit import GroupCommitter
 from tests.integration.conftest import SCHEMA, Api, _api, create_table
 from tests.support.hostile import assert_log_verifies, catalog, local_path
 from tests.support.postgres import TEST_SECRETS_KEY
@@ -297,7 +297,7 @@ def test_a_retry_after_the_claimant_died_is_answered_from_the_log(
     first = db.post("/namespaces/db/tables/t", snapshot_commit(1, None), headers=headers)
     assert first.status_code == 200
     monkeypatch.setattr(catalog, "complete_idempotency", original)
-    monkeypatch.setattr("api.idempotency._LANDED_GRACE_MS", 0)
+    monkeypatch.setattr("icelog.api.idempotency._LANDED_GRACE_MS", 0)
     position = db.position()
     retry = db.post("/namespaces/db/tables/t", snapshot_commit(1, None), headers=headers)
     assert retry.status_code == 200, retry.text
@@ -337,7 +337,7 @@ def test_a_taken_over_claim_can_never_land_twice(db: Api, monkeypatch: pytest.Mo
             record = catalog.find_idempotency(headers["Idempotency-Key"])
             assert record is not None
             expired = record.lease_until_ms + 1
-            monkeypatch.setattr("commands.idempotency.now_ms", lambda: expired)
+            monkeypatch.setattr("icelog.commands.idempotency.now_ms", lambda: expired)
             second = other.post(
                 f"/catalog/v1/{db.prefix}{url}", json=snapshot_commit(1, None), headers=headers
             )
@@ -450,7 +450,7 @@ class _Rows:
 
 
 def _ctx() -> Any:
-    from domain.context import RequestContext
+    from icelog.domain.context import RequestContext
 
     return RequestContext(actor="test", request_id=str(uuid.uuid4()))
 
@@ -460,7 +460,7 @@ def _wid(api: Api) -> Any:
 
 
 def _name(table: str) -> Any:
-    from domain.identifiers import NamespaceName, TabularName
+    from icelog.domain.identifiers import NamespaceName, TabularName
 
     return TabularName(NamespaceName(("db",)), table)
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from api.audit import Chainer, recorded_heads
-from projections.audit_chain import AuditChain
+from icelog.api.audit import Chainer, recorded_heads
+from icelog.projections.audit_chain import AuditChain
 from tests.integration.conftest import Api, create_table
 
 
@@ -124,7 +124,7 @@ def test_cli_verify_exit_codes_and_a_recomputed_chain_is_caught_by_a_held_head(
 
     def icelog(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "api", *args],
+            [sys.executable, "-m", "icelog.api", *args],
             env=env,
             capture_output=True,
             text=True,

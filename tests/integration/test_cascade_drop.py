@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from uuid import UUID
 
-from domain.identifiers import NamespaceName, namespace_id
+from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import Api, create_table
 from tests.integration.test_namespaces_api import error_of
 from tests.integration.test_views_api import create_view

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api.event_log import AsOfRequest, Indexer, catalog_document
-from domain.context import RequestContext
-from domain.identifiers import SEPARATOR, NamespaceName, TabularName
-from domain.namespace import Namespace
-from domain.project import Project
-from domain.table import Table
-from domain.view import View
-from domain.warehouse import Warehouse
-from projections import as_of
-from projections.event_index import EventFilter
+from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
+from icelog.domain.context import RequestContext
+from icelog.domain.identifiers import SEPARATOR, NamespaceName, TabularName
+from icelog.domain.namespace import Namespace
+from icelog.domain.project import Project
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
+from icelog.projections import as_of
+from icelog.projections.event_index import EventFilter
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_soft_delete import set_profile, undrop
 from tests.integration.test_views_api import VIEW_SCHEMA, create_view, version

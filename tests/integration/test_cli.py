@@ -12,16 +12,16 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings
 from tests.integration.conftest import SCHEMA
 from tests.support import postgres
 
 
 def icelog(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "api", *args],
+        [sys.executable, "-m", "icelog.api", *args],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from domain.context import RequestContext
-from domain.errors import AlreadyExistsError, CommitFailedError
-from domain.identifiers import NamespaceName, TabularName
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import AlreadyExistsError, CommitFailedError
+from icelog.domain.identifiers import NamespaceName, TabularName
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_tables_api import snapshot
 

@@ -22,9 +22,9 @@ from uuid import uuid4
 
 import pytest
 
-from api.services import Services
-from commands.group_commit import ConcurrentChange
-from domain.json_limits import json_depth
+from icelog.api.services import Services
+from icelog.commands.group_commit import ConcurrentChange
+from icelog.domain.json_limits import json_depth
 from tests.integration.conftest import SCHEMA, make_settings
 from tests.integration.test_limits import serving
 from tests.support import hostile, postgres

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from projections.rebuild import differences, rebuild
+from icelog.projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_tables_api import append, commit
 from tests.integration.test_views_api import create_view, version

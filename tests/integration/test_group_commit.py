@@ -7,11 +7,11 @@ from uuid import uuid4
 
 import pytest
 
-from commands.group_commit import ConcurrentChange, _Save
-from domain.context import RequestContext
-from domain.identifiers import NamespaceName, TabularName
-from domain.project import Project
-from projections import maintenance
+from icelog.commands.group_commit import ConcurrentChange, _Save
+from icelog.domain.context import RequestContext
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.project import Project
+from icelog.projections import maintenance
 from tests.integration.conftest import Api, create_table
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from domain.identifiers import NamespaceName
-from projections.fast_reads import PostgresTabularReader
+from icelog.domain.identifiers import NamespaceName
+from icelog.projections.fast_reads import PostgresTabularReader
 from tests.integration.conftest import Api, create_table
 
 pytestmark = pytest.mark.postgres

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings
 from tests.integration.conftest import Api, create_table
 from tests.support.postgres import TEST_SECRETS_KEY
 

@@ -17,9 +17,9 @@ import pytest
 import uvicorn
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings, SettingsError
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings, SettingsError
 from tests.integration.conftest import SCHEMA, Api, make_settings
 from tests.integration.test_observability import requests_total, sample
 from tests.support import postgres

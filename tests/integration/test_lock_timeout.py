@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services
+from icelog.api.app import create_app
+from icelog.api.services import Services
 from tests.integration.conftest import SCHEMA, make_settings
 from tests.support import postgres
 

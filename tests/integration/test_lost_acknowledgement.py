@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from commands.group_commit import ConcurrentChange
-from domain.ports import FileIO
+from icelog.commands.group_commit import ConcurrentChange
+from icelog.domain.ports import FileIO
 from tests.integration.conftest import Api, create_table
 
 

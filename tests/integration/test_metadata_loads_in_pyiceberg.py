@@ -35,10 +35,10 @@ from hypothesis import strategies as st
 from pyiceberg.catalog.rest import TableResponse, ViewResponse
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-from domain.errors import CatalogError, CommitFailedError
-from domain.schema_ids import MAX_SCHEMA_DEPTH
-from domain.table_metadata import Metadata, apply_updates, new_table_metadata
-from domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
+from icelog.domain.errors import CatalogError, CommitFailedError
+from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH
+from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
+from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"

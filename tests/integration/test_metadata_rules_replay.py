@@ -10,11 +10,11 @@ from uuid import UUID
 
 import orjson
 
-from commands.base import now_ms
-from domain.identifiers import NamespaceName, TabularName
-from domain.metadata_rules import CURRENT, LEGACY, applying
-from domain.table import Table
-from domain.table_metadata import apply_updates, metadata_file_name
+from icelog.commands.base import now_ms
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.metadata_rules import CURRENT, LEGACY, applying
+from icelog.domain.table import Table
+from icelog.domain.table_metadata import apply_updates, metadata_file_name
 from tests.integration.conftest import Api, create_table
 from tests.support.hostile import assert_log_verifies, local_path
 

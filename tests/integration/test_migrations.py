@@ -18,11 +18,11 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.services import Services, icelog_version, open_catalog
-from commands.catalog import Catalog
-from projections import migrations
-from projections.migrations import LATEST, STEPS
+from icelog.api.app import create_app
+from icelog.api.services import Services, icelog_version, open_catalog
+from icelog.commands.catalog import Catalog
+from icelog.projections import migrations
+from icelog.projections.migrations import LATEST, STEPS
 from tests.integration.conftest import BACKENDS, SCHEMA, make_settings
 from tests.integration.test_cli import icelog
 from tests.support import postgres
@@ -97,7 +97,7 @@ class Db:
     def serve_until_exit(self, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """`icelog serve` that is expected to refuse (exit) rather than serve."""
         return subprocess.run(
-            [sys.executable, "-m", "api", "serve", "--port", str(free_port())],
+            [sys.executable, "-m", "icelog.api", "serve", "--port", str(free_port())],
             env={**os.environ, **self.env},
             capture_output=True,
             text=True,
@@ -155,7 +155,7 @@ def test_migrate_twice_gives_one_schema_and_records_each_step_once(db: Db) -> No
 def test_concurrent_migrations_of_an_empty_database_all_succeed(db: Db) -> None:
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "api", "migrate"],
+            [sys.executable, "-m", "icelog.api", "migrate"],
             env={**os.environ, **db.env},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -19,11 +19,11 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from api.logs import configure_logging
-from api.metrics import Metrics
-from api.observability import ObservabilityMiddleware
-from domain.project import Project
-from projections.audit_chain import AuditChain
+from icelog.api.logs import configure_logging
+from icelog.api.metrics import Metrics
+from icelog.api.observability import ObservabilityMiddleware
+from icelog.domain.project import Project
+from icelog.projections.audit_chain import AuditChain
 from tests.integration.conftest import Api, create_table
 
 LOAD_TABLE = "/catalog/v1/{prefix}/namespaces/{namespace}/tables/{table}"

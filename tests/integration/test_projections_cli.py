@@ -19,15 +19,15 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from starlette.testclient import TestClient
 
-import projections.rebuild as rebuild_module
-from api.app import create_app
-from api.services import Services
-from api.settings import Settings
-from domain.context import SYSTEM, RequestContext
-from domain.identifiers import NamespaceName, TabularName
-from projections import maintenance
-from projections.schema import READ_MODEL_TABLES, create_statements
-from projections.sql import write_transaction
+import icelog.projections.rebuild as rebuild_module
+from icelog.api.app import create_app
+from icelog.api.services import Services
+from icelog.api.settings import Settings
+from icelog.domain.context import SYSTEM, RequestContext
+from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.projections import maintenance
+from icelog.projections.schema import READ_MODEL_TABLES, create_statements
+from icelog.projections.sql import write_transaction
 from tests.integration.conftest import BACKENDS, SCHEMA, Api, create_table, make_settings
 from tests.integration.test_cli import icelog
 from tests.integration.test_views_api import create_view

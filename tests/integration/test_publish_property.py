@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.publishing import build_relay
-from api.services import Services
-from api.settings import Settings
-from publishers.cloud_events import cloud_event_id
+from icelog.api.app import create_app
+from icelog.api.publishing import build_relay
+from icelog.api.services import Services
+from icelog.api.settings import Settings
+from icelog.publishers.cloud_events import cloud_event_id
 from tests.integration.conftest import SCHEMA
 from tests.support.nats_server import NatsServer, start_nats
 

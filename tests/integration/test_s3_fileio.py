@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from commands.storage.purge import purge_files
-from commands.storage.s3 import S3Access, S3FileIO, client_for, split_location
-from domain.errors import BadRequestError, ConflictError
-from domain.locations import Location
+from icelog.commands.storage.purge import purge_files
+from icelog.commands.storage.s3 import S3Access, S3FileIO, client_for, split_location
+from icelog.domain.errors import BadRequestError, ConflictError
+from icelog.domain.locations import Location
 from tests.support.moto_server import moto_s3
 
 SECRET = "s3cr3t-value-never-shown"

@@ -13,7 +13,7 @@ from uuid import UUID, uuid4
 import psycopg
 import pytest
 
-from commands.management import CREDENTIAL_GRACE_S
+from icelog.commands.management import CREDENTIAL_GRACE_S
 from tests.integration.conftest import SCHEMA, Api
 from tests.integration.test_namespaces_api import error_of
 from tests.support.moto_server import admin_user, client, enforce_auth, moto_s3, relax_auth

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from projections.secrets import SecretKeyError, SecretStore, SecretUnreadable, parse_key
-from projections.sql import write_transaction
+from icelog.projections.secrets import SecretKeyError, SecretStore, SecretUnreadable, parse_key
+from icelog.projections.sql import write_transaction
 from tests.integration.conftest import Api
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -8,10 +8,10 @@ from uuid import UUID
 
 import pytest
 
-from api.services import Services
-from api.settings import Settings
-from domain.context import SYSTEM
-from domain.identifiers import NIL_UUID
+from icelog.api.services import Services
+from icelog.api.settings import Settings
+from icelog.domain.context import SYSTEM
+from icelog.domain.identifiers import NIL_UUID
 from tests.integration.conftest import BACKENDS
 from tests.integration.test_cli import icelog
 from tests.support import postgres

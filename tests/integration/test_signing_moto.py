@@ -18,8 +18,8 @@ import boto3
 import httpx
 import pytest
 
-from commands.storage.s3 import S3Access, client_for
-from commands.storage.signing import check_allowed, parse_target, sign
+from icelog.commands.storage.s3 import S3Access, client_for
+from icelog.commands.storage.signing import check_allowed, parse_target, sign
 from tests.support.moto_server import moto_s3
 
 BUCKET = "lake"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from domain.identifiers import NamespaceName, namespace_id
+from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import Api, create_table
 from tests.integration.test_namespaces_api import error_of
 from tests.integration.test_views_api import create_view

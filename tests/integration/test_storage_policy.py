@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from api.settings import Settings, SettingsError
+from icelog.api.settings import Settings, SettingsError
 from tests.integration.conftest import BACKENDS
 from tests.support.hostile import assert_error, catalog
 

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_namespaces_api import error_of
 
@@ -284,10 +282,11 @@ def test_register_and_metrics(api: Api) -> None:
     assert missing.status_code == 404
 
 
-def test_load_table_survives_lost_database_connections(api: Api) -> None:
-    if api.services.settings.backend != "postgres":
-        pytest.skip("the SQLite reader has no server connection to lose")
+def test_load_table_survives_lost_database_connections(pg_api: Api) -> None:
+    """PostgreSQL only: the SQLite reader has no server connection to lose."""
     import psycopg
+
+    api = pg_api
 
     api.post("/namespaces", {"namespace": ["db"]})
     create_table(api, "db", "t")

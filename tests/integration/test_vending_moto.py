@@ -19,14 +19,14 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from commands.storage.s3 import S3Access
-from commands.storage.vending import (
+from icelog.commands.storage.s3 import S3Access
+from icelog.commands.storage.vending import (
     CredentialVendor,
     VendedCredentials,
     boto3_assume_role,
     storage_credentials,
 )
-from domain.errors import ServiceUnavailableError
+from icelog.domain.errors import ServiceUnavailableError
 from tests.support.moto_server import moto_s3
 from tests.support.server import free_port
 

@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import glob
-import importlib
-import os
 from typing import Any
 
-_EXTENSIONS = ("avro", "httpfs", "iceberg")
-
-
-def extension_path(name: str) -> str:
-    module = importlib.import_module(f"duckdb_extension_{name}")
-    assert module.__file__ is not None
-    pattern = os.path.join(
-        os.path.dirname(module.__file__), "extensions", "*", f"{name}.duckdb_extension"
-    )
-    matches = sorted(glob.glob(pattern))
-    if not matches:
-        raise FileNotFoundError(pattern)
-    return matches[-1]
+from icelog.api.clients import duckdb_load_statements
 
 
 def connect() -> Any:
@@ -29,6 +14,6 @@ def connect() -> Any:
     con = duckdb.connect()
     con.execute("SET autoinstall_known_extensions=false")
     con.execute("SET autoload_known_extensions=false")
-    for name in _EXTENSIONS:
-        con.execute(f"LOAD '{extension_path(name)}'")
+    for statement in duckdb_load_statements():
+        con.execute(statement)
     return con

@@ -36,11 +36,11 @@ import fastavro
 import pytest
 from starlette.testclient import TestClient
 
-from api.app import create_app
-from api.audit import Chainer, recorded_heads
-from api.services import Services
-from projections import maintenance
-from projections.audit_chain import AuditChain
+from icelog.api.app import create_app
+from icelog.api.audit import Chainer, recorded_heads
+from icelog.api.services import Services
+from icelog.projections import maintenance
+from icelog.projections.audit_chain import AuditChain
 from tests.integration.conftest import Api, make_settings
 from tests.support import postgres
 from tests.support.moto_server import admin_user, moto_s3

@@ -7,14 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+from icelog.api.clients import spark_runtime_jar as runtime_jar
+
+__all__ = ["build_spark_session", "register_rest_catalog", "runtime_jar"]
+
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-
-
-def runtime_jar() -> str:
-    import snowpark_connect_deps_iceberg as deps
-
-    return str(deps.get_jar_path(RUNTIME_JAR))
 
 
 def build_spark_session(scratch: Path, app_name: str = "icelog-tests") -> Any:

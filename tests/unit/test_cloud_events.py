@@ -6,17 +6,17 @@ import re
 from typing import Any
 from uuid import UUID, uuid4
 
-from domain.namespace import Namespace
-from domain.table import Table
-from domain.warehouse import Warehouse
-from publishers.cloud_events import (
+from icelog.domain.namespace import Namespace
+from icelog.domain.table import Table
+from icelog.domain.warehouse import Warehouse
+from icelog.publishers.cloud_events import (
     EventContext,
     cloud_event_id,
     from_json,
     to_cloud_event,
     to_json,
 )
-from publishers.context import ContextResolver
+from icelog.publishers.context import ContextResolver
 
 WHO = {"actor": "alice", "request_id": "req-1"}
 

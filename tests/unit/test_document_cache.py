@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from projections.fast_reads import DocumentCache
+from icelog.projections.fast_reads import DocumentCache
 
 
 def test_evicts_least_recently_used_beyond_the_byte_bound() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from eventsourcing.domain import DomainEvent
 
-import domain
-from domain.table import Table
+from icelog import domain
+from icelog.domain.table import Table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 HEADING = re.compile(r"^### (io\.icelog\.\S+)$", re.MULTILINE)
@@ -32,7 +32,7 @@ def stored_event_topics() -> dict[str, type[Any]]:
     """Every concrete event class in domain/*.py, nested ones included, by its TOPIC. The
     `….event.v1` classes are the abstract bases of each aggregate's events: never stored."""
     found: dict[str, type[Any]] = {}
-    for info in pkgutil.iter_modules(domain.__path__, "domain."):
+    for info in pkgutil.iter_modules(domain.__path__, "icelog.domain."):
         module = importlib.import_module(info.name)
         for cls in _classes_in(module, module.__name__):
             topic = cls.__dict__.get("TOPIC")

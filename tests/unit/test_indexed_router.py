@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.routing import BaseRoute, Match
 
-from api.app import routes
-from api.routing import IndexedRouter
+from icelog.api.app import routes
+from icelog.api.routing import IndexedRouter
 
 ROUTES = routes()
 ROUTER = IndexedRouter(ROUTES)

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from domain.errors import BadRequestError
-from domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
-from domain.locations import (
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
+from icelog.domain.locations import (
     Location,
     check_scheme_allowed,
     default_table_location,
     is_inside,
     normalize_location,
 )
-from domain.properties import reject_secret_properties, require_string_map
+from icelog.domain.properties import reject_secret_properties, require_string_map
 
 
 def test_normalize_spellings_of_one_place() -> None:

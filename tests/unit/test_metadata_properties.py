@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pyiceberg.table.metadata import TableMetadataUtil
 
-from domain.table_metadata import Metadata, apply_updates, new_table_metadata
+from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"

@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from domain.errors import (
+from icelog.domain.errors import (
     BadRequestError,
     CatalogError,
     CommitFailedError,
     IllegalArgumentError,
     ValidationError,
 )
-from domain.schema_ids import MAX_SCHEMA_DEPTH, type_depth
-from domain.table_metadata import Metadata, apply_updates, new_table_metadata
-from domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
+from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH, type_depth
+from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
+from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
-from commands.storage.local import LocalFileIO
-from commands.storage.purge import purge_files, reachable_files
-from domain.locations import Location
+from icelog.commands.storage.local import LocalFileIO
+from icelog.commands.storage.purge import purge_files, reachable_files
+from icelog.domain.locations import Location
 
 
 def test_reachable_files_of_a_pyiceberg_table_are_exactly_its_files(tmp_path: Path) -> None:

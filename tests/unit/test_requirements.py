@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from domain.errors import BadRequestError, CommitFailedError
-from domain.requirements import check_requirements
-from domain.table_metadata import Metadata, apply_updates, new_table_metadata
+from icelog.domain.errors import BadRequestError, CommitFailedError
+from icelog.domain.requirements import check_requirements
+from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from api.settings import Settings, SettingsError
+from icelog.api.settings import Settings, SettingsError
 
 PG = "postgresql://postgres@127.0.0.1:5432/icelog"
 GOOD = base64.b64encode(bytes(range(100, 132))).decode()

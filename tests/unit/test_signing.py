@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from commands.storage.s3 import S3Access
-from commands.storage.signing import S3Target, check_allowed, parse_target, sign
-from domain.errors import BadRequestError, ForbiddenError
+from icelog.commands.storage.s3 import S3Access
+from icelog.commands.storage.signing import S3Target, check_allowed, parse_target, sign
+from icelog.domain.errors import BadRequestError, ForbiddenError
 
 SECRET = "s3cr3t-never-shown"
 TOKEN = "session-token-never-shown"

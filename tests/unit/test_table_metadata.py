@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from domain.errors import (
+from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,
     IllegalArgumentError,
     ValidationError,
 )
-from domain.table_metadata import (
+from icelog.domain.table_metadata import (
     RESERVED_PROPERTIES,
     SUPPORTED_FORMAT_VERSIONS,
     Metadata,

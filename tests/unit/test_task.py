@@ -6,7 +6,7 @@ from uuid import uuid4
 
 import pytest
 
-from domain.task import (
+from icelog.domain.task import (
     CANCELLED,
     FAILED,
     PENDING,

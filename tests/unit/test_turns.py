@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from commands.turns import Turns
+from icelog.commands.turns import Turns
 
 
 def test_one_holder_per_key_and_other_keys_proceed() -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from commands.storage.s3 import S3Access
-from commands.storage.vending import (
+from icelog.commands.storage.s3 import S3Access
+from icelog.commands.storage.vending import (
     PLACEHOLDER_ROLE_ARN,
     CredentialVendor,
     VendedCredentials,
@@ -24,7 +24,7 @@ from commands.storage.vending import (
     session_policy,
     storage_credentials,
 )
-from domain.errors import BadRequestError, UnsupportedOperationError
+from icelog.domain.errors import BadRequestError, UnsupportedOperationError
 
 ROLE = "arn:aws:iam::123456789012:role/lake-vended"
 ACCESS = S3Access(

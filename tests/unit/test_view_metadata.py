@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from domain.errors import (
+from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,
     IllegalArgumentError,
     ValidationError,
 )
-from domain.view_metadata import (
+from icelog.domain.view_metadata import (
     ViewMetadata,
     apply_view_updates,
     check_view_requirements,
