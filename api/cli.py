@@ -20,7 +20,7 @@ from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.logs import configure_logging, uvicorn_log_options
-from icelog.api.publishing import LogAccess, build_relay
+from icelog.api.publishing import LogAccess, build_relay, make_sink
 from icelog.api.services import Services, catalog_exists, open_catalog
 from icelog.api.settings import PREFIX, Settings, SettingsError
 from icelog.projections import maintenance
@@ -129,13 +129,15 @@ def _tasks_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _publish(args: argparse.Namespace, settings: Settings) -> int:
     """Follow the log and publish CloudEvents to one sink until SIGTERM/SIGINT."""
-    services = Services.build(settings)
-    try:
-        relay = build_relay(services, args.sink)
+    try:  # the sink's settings first: a configuration error is said before anything else
+        sink = make_sink(args.sink, settings.publish)
     except ValueError as exc:
         print(f"icelog: configuration error: {exc}", file=sys.stderr)
-        services.close()
         return 2
+    if not catalog_exists(settings):
+        return _no_catalog(settings)
+    services = Services.build(settings)
+    relay = build_relay(services, args.sink, sink)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -527,14 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_format, settings.log_level)
     # Only `serve` and `migrate` create a catalog; every other command reads one, and must
     # not leave an empty catalog behind where there was none.
-    creates_or_needs_none = (_serve, _migrate, _clients_spark_jar, _clients_duckdb_load)
-    if args.run not in creates_or_needs_none and not catalog_exists(settings):
-        where = settings.database_url_redacted or str(settings.sqlite_path)
-        print(
-            f"icelog: no catalog at {where} (set ICELOG_DATA_DIR or ICELOG_DATABASE_URL)",
-            file=sys.stderr,
-        )
-        return 2
+    checks_itself = (_serve, _migrate, _publish, _clients_spark_jar, _clients_duckdb_load)
+    if args.run not in checks_itself and not catalog_exists(settings):
+        return _no_catalog(settings)
     try:
         code: int = args.run(args, settings)
     except SchemaError as exc:  # any command on a database this version cannot use
@@ -545,6 +542,15 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_stdout()
         return 0
     return code
+
+
+def _no_catalog(settings: Settings) -> int:
+    where = settings.database_url_redacted or str(settings.sqlite_path)
+    print(
+        f"icelog: no catalog at {where} (set ICELOG_DATA_DIR or ICELOG_DATABASE_URL)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _quiet_stdout() -> None:

@@ -294,6 +294,7 @@ def test_bad_publish_settings_fail_at_start(tmp_path: Path) -> None:
             timeout=60,
         )
 
+    assert run({}, "migrate").returncode == 0  # a catalog to publish from
     no_kafka = run({}, "publish", "kafka")
     assert no_kafka.returncode == 2 and "KAFKA_BOOTSTRAP_SERVERS" in no_kafka.stderr
     wildcard = run({"ICELOG_NATS_SUBJECT_PREFIX": "a.>"}, "publish", "nats")

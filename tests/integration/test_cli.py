@@ -160,3 +160,44 @@ def test_metadata_verify_finds_changed_and_missing_files(tmp_path: Path) -> None
     assert "differs    table db.a" in found.stdout and "properties" in found.stdout
     assert "missing    table db.b" in found.stdout
     assert "2 problem(s)" in found.stdout
+
+
+def test_read_commands_never_create_a_catalog(tmp_path: Path) -> None:
+    """Only `serve` and `migrate` create a catalog: a read command in a directory without
+    one says so, exits non-zero and leaves nothing behind."""
+    for command in (
+        ["events", "tail"],
+        ["audit", "verify"],
+        ["catalog", "at", "1"],
+        ["metadata", "verify"],
+        ["projections", "verify"],
+        ["tasks", "run", "--once"],
+        ["secrets", "rotate"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "icelog.api", *command],
+            env={**os.environ, "ICELOG_DATA_DIR": str(tmp_path / "none")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert "no catalog at" in done.stderr and "ICELOG_DATA_DIR" in done.stderr
+    assert not (tmp_path / "none").exists(), "nothing was created"
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    env = {**os.environ, "ICELOG_DATA_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-m", "icelog.api", "migrate"], env=env, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    piped = subprocess.run(
+        f"{sys.executable} -m icelog.api events tail -n 50 | head -c 1",
+        shell=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr, piped.stderr
