@@ -192,8 +192,7 @@ def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "icelog.api", "migrate"], env=env, check=True,
                    capture_output=True, timeout=60)  # fmt: skip
     piped = subprocess.run(
-        f"{sys.executable} -m icelog.api events tail -n 50 | head -c 1",
-        shell=True,
+        ["bash", "-c", f"{sys.executable} -m icelog.api events tail -n 50 | head -c 1"],
         env=env,
         capture_output=True,
         text=True,
