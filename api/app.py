@@ -19,7 +19,7 @@ from icelog.api.audit import Chainer
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
 from icelog.api.event_log import as_of, list_events, make_indexer, tabular_history
 from icelog.api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
-from icelog.api.idempotency import idempotent
+from icelog.api.idempotency import KEYED_ROUTES, idempotent
 from icelog.api.logs import configure_logging, level_number
 from icelog.api.metrics import Metrics, metrics
 from icelog.api.observability import ObservabilityMiddleware, Readiness
@@ -137,7 +137,10 @@ def routes() -> list[BaseRoute]:
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
     for base in ("/catalog/v1", "/catalog/v1/{prefix}"):
         for methods, path, handler in CATALOG_ROUTES:
-            found.append(Route(base + path, idempotent(endpoint(handler)), methods=methods))
+            served = endpoint(handler)
+            if any((method, path) in KEYED_ROUTES for method in methods):
+                served = idempotent(served)
+            found.append(Route(base + path, served, methods=methods))
     for methods, path, handler in MANAGEMENT_ROUTES:
         found.append(Route("/management/v1" + path, endpoint(handler), methods=methods))
     return [*found, *openapi_routes()]

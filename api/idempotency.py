@@ -65,13 +65,31 @@ _POLL_S = 0.02
 _LANDED_GRACE_MS = 2_000
 
 
+# The catalog operations that take an Idempotency-Key (the spec's mutating operations):
+# (method, route template below the prefix). Not signing (its answer is a signature, a
+# credential for 15 minutes), metrics or credentials.
+KEYED_ROUTES = frozenset(
+    {
+        ("POST", "/namespaces"),
+        ("DELETE", "/namespaces/{namespace}"),
+        ("POST", "/namespaces/{namespace}/properties"),
+        ("POST", "/namespaces/{namespace}/tables"),
+        ("POST", "/namespaces/{namespace}/tables/{table}"),
+        ("DELETE", "/namespaces/{namespace}/tables/{table}"),
+        ("POST", "/namespaces/{namespace}/register"),
+        ("POST", "/tables/rename"),
+        ("POST", "/transactions/commit"),
+        ("POST", "/namespaces/{namespace}/views"),
+        ("POST", "/namespaces/{namespace}/views/{view}"),
+        ("DELETE", "/namespaces/{namespace}/views/{view}"),
+        ("POST", "/namespaces/{namespace}/register-view"),
+        ("POST", "/views/rename"),
+    }
+)
+
+
 def applies(request: Request) -> bool:
-    # The header first and the scope's path, not `request.url`: building the URL object
-    # cost ~3 % of the server's CPU per commit, for requests that almost never carry a key.
-    if HEADER not in request.headers or request.method not in ("POST", "DELETE"):
-        return False
-    path: str = request.scope["path"]
-    return path.startswith("/catalog/") and not path.endswith("/metrics")
+    return HEADER in request.headers and request.method in ("POST", "DELETE")
 
 
 def _key(request: Request) -> str:
@@ -85,7 +103,8 @@ def _key(request: Request) -> str:
 def idempotent(
     endpoint: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Wrap a catalog endpoint so that requests carrying an Idempotency-Key are replayed."""
+    """Wrap a catalog endpoint (one of KEYED_ROUTES) so that requests carrying an
+    Idempotency-Key are replayed."""
 
     async def wrapped(request: Request) -> Response:
         if applies(request):
@@ -152,6 +171,7 @@ class KeyedRequest:
     ) -> Response | None:
         held = HeldClaim(record.id, self.token, self.ctx.actor, self.ctx.request_id)
         binding = hold(held)
+        unexpected: Exception | None = None
         try:
             response = await handler()
         except IdempotentReplay:
@@ -159,8 +179,16 @@ class KeyedRequest:
         except CatalogError as exc:
             # Rendered here (not by the app's handler) so a final 4xx is recorded too.
             response = error_response(exc.status, exc.error_type, exc.message)
+        except Exception as exc:
+            unexpected = exc
         finally:
-            release_hold(binding)
+            release_hold(binding)  # before the key's own appends: they land nothing
+        if unexpected is not None:
+            # Not final (a 500): free the key for a retry unless the command landed.
+            await run_in_threadpool(
+                self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
+            )
+            raise unexpected
         status = response.status_code
         try:
             if status < 500 and status not in _NOT_FINAL:
@@ -196,7 +224,7 @@ class KeyedRequest:
             return await self._replay(record.status or 200, record.body, record.metadata_location)
         if not record.landed:
             return None
-        if time.time() * 1000 - record.claimed_at_ms < _LANDED_GRACE_MS:
+        if time.time() * 1000 - record.landed_at_ms < _LANDED_GRACE_MS:
             return None  # its request is most likely recording its answer right now
         body = _landed_body(self.request, await self._request_json(), record.landed_location)
         status = 204 if body is None else 200
@@ -218,15 +246,16 @@ class KeyedRequest:
     async def _replay(self, status: int, body: str, metadata_location: str | None) -> Response:
         if not body:
             return Response(status_code=status)
-        if metadata_location is None:
+        answer = orjson.loads(body)
+        if not isinstance(answer, dict) or (metadata_location is None and "config" not in answer):
             return Response(body.encode(), status_code=status, media_type="application/json")
-        answer: dict[str, Any] = orjson.loads(body)
         warehouse_id = self.svc.warehouse_for_prefix(prefix(self.request))
-        document = await run_in_threadpool(
-            self.svc.catalog.metadata_document, warehouse_id, metadata_location
-        )
-        answer["metadata"] = document
-        if "config" in answer:
+        if metadata_location is not None:
+            answer["metadata"] = await run_in_threadpool(
+                self.svc.catalog.metadata_document, warehouse_id, metadata_location
+            )
+        document = answer.get("metadata") or {}
+        if "config" in answer and "location" in document:
             answer.pop("config")
             name = _tabular_name(self.request, await self._request_json())
             if _is_view_route(self.request) or name is None:
@@ -248,18 +277,20 @@ class KeyedRequest:
 
 def _recordable(body: bytes) -> tuple[str, str | None]:
     """The response body to record, and its metadata location when it is a table or view
-    answer: without the document and the storage configuration (kept as `{}`, a marker
-    that the answer carries one), which are rebuilt on replay."""
+    answer: never the storage configuration (kept as `{}`, a marker that the answer
+    carries one: it may hold vended credentials, and is vended afresh on replay), and
+    without the document when its immutable location is known (re-read on replay)."""
     if not body:
         return "", None
     parsed = orjson.loads(body)
-    if not (isinstance(parsed, dict) and parsed.get("metadata-location")):
+    if not isinstance(parsed, dict):
         return body.decode(), None
-    location = str(parsed["metadata-location"])
-    kept = {k: v for k, v in parsed.items() if k not in _REBUILT}
+    location = parsed.get("metadata-location")
+    dropped = _REBUILT if location else ("config", "storage-credentials")
+    kept = {k: v for k, v in parsed.items() if k not in dropped}
     if "config" in parsed:
         kept["config"] = {}
-    return orjson.dumps(kept).decode(), location
+    return orjson.dumps(kept).decode(), str(location) if location else None
 
 
 def _template(request: Request) -> str:

@@ -183,6 +183,7 @@ class Services:
         # cannot import projections/, so the query is handed in here. On the primary:
         # a decision a command takes must see every acknowledged write.
         catalog.location_index = primary.overlapping_location
+        catalog.locations_overlapping = primary.locations_overlapping
         catalog.open_task_count = primary.open_task_count
         catalog.warehouse_profiles = primary.live_warehouse_profiles
         catalog.storage_limits = StorageLimits(

@@ -28,6 +28,7 @@ from icelog.domain.errors import (
     ServiceUnavailableError,
 )
 from icelog.domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentReplay, held_claim
+from icelog.domain.identifiers import PROPERTIES_HINT_PREFIX
 from icelog.domain.json_limits import check_json_depth
 from icelog.domain.namespace import Namespace
 from icelog.domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
@@ -106,8 +107,9 @@ class MetadataCache:
 
 
 def _metadata_location(hints: dict[str, bytes] | None) -> str | None:
-    """The metadata file an append wrote, when it wrote exactly one (its answer's)."""
-    found = [key for key in hints or () if key.endswith(".metadata.json")]
+    """The metadata file an append names, when it names exactly one (its answer's): hints
+    are documents by metadata location, and namespace properties by a key of their own."""
+    found = [key for key in hints or () if not key.startswith(PROPERTIES_HINT_PREFIX)]
     return found[0] if len(found) == 1 else None
 
 
@@ -205,7 +207,7 @@ class CatalogBase(Application[UUID]):
         """
         present = [a for a in aggregates if a is not None]
         held = held_claim()
-        if held is None or held.landed or not present:
+        if held is None or held.landed or held.deferred or not present:
             return self._committer.save(present, hints or {})
         # The request holds an Idempotency-Key: its command's first append lands the key,
         # in the same transaction, so that the key cannot land twice (ADR 0012).

@@ -362,9 +362,12 @@ class ManagementCommands(CatalogBase):
                 return
             old_credential = warehouse.storage_profile.get("credential-id")
             warehouse.change_storage_profile(profile, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(warehouse)
+            # Known before the append: an append that lands but reports a failure still
+            # retires the credential it replaced.
+            replaced[:] = []
             if old_credential is not None and old_credential != profile.get("credential-id"):
                 replaced.append(str(old_credential))
+            self.save_all(warehouse)
 
         self._forget_on_failure(secret_id, warehouse_id, lambda: self.retrying(attempt), None)
         self._storage_cache.pop(warehouse_id, None)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import RFC_4122, UUID, uuid4
 
 import orjson
+from eventsourcing.application import AggregateNotFoundError
 
 from icelog.commands.base import now_ms
 from icelog.commands.group_commit import ConcurrentChange
@@ -36,6 +38,7 @@ from icelog.domain.locations import (
     default_table_location,
     parse_inside,
 )
+from icelog.domain.metadata_check import check_table_metadata, check_view_metadata
 from icelog.domain.namespace import Namespace
 from icelog.domain.ports import FileIO, LocationIndex
 from icelog.domain.properties import reject_secret_properties
@@ -52,6 +55,8 @@ from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
 
 log = logging.getLogger("icelog.commands")
+# Before deciding that an append which failed without a conflict did not land.
+RECHECK_AFTER_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -375,6 +380,11 @@ class TableCommands(NamespaceCommands):
         except BaseException as exc:
             failure = exc
             landed = self._landed_or_unknown(*probe)
+            if landed is False:
+                # A connection lost during COMMIT: the database may still be finishing it,
+                # and a read from another connection not see it yet. Look once more.
+                time.sleep(RECHECK_AFTER_S)
+                landed = self._landed_or_unknown(*probe)
         if landed:
             return
         if landed is None:
@@ -426,11 +436,7 @@ class TableCommands(NamespaceCommands):
             metadata = apply_updates(None, updates, now_ms=now_ms(), previous_location=None)
             reject_secret_properties(metadata.get("properties", {}), "Table")
             self._check_location(warehouse, metadata["location"])
-            table_id = uuid4()
-            with contextlib.suppress(ValueError):
-                wanted = UUID(str(metadata.get("table-uuid")))
-                if self.get_or_none(wanted, Table) is None:
-                    table_id = wanted
+            table_id = self._client_id_or_new(metadata.get("table-uuid"))
             return self._append_new_table(
                 ctx, warehouse, ns, existing, name, table_id, metadata, updates=updates
             )
@@ -484,9 +490,7 @@ class TableCommands(NamespaceCommands):
                 if optimistic:
                     raise _NeedsFreshState
                 return TableState(
-                    table.id,
-                    table.metadata_location,
-                    self.load_metadata(table.metadata_location, file_io),
+                    table.id, table.metadata_location, self.table_metadata(table, file_io)
                 )
             try:
                 self._save_or_forget(
@@ -500,11 +504,45 @@ class TableCommands(NamespaceCommands):
                 self._recent_tables.pop(table.id, None)
                 raise
             self._remember_table(table)
-            self._delete_expired_metadata_files(staged.base, staged.metadata, file_io)
+            try:  # best effort, after the commit landed: it must not turn it into an error
+                self._delete_expired_metadata_files(staged.base, staged.metadata, file_io)
+            except Exception:
+                log.warning("could not delete expired metadata files", exc_info=True)
             return TableState(table.id, staged.location, staged.metadata, staged.data)
 
         with _commit_turn(warehouse_id, [name]):
             return self.retrying(attempt)
+
+    def table_metadata(self, tabular: Table | View, file_io: FileIO) -> dict[str, Any]:
+        """A table's or view's current document: its metadata file, which the catalog wrote
+        and never changes — except a registered one's first, the client's file, whose content
+        is taken from the log (what was registered), not from the file as it is now."""
+        location = tabular.metadata_location
+        if location != getattr(tabular, "registered_location", None):
+            return self.load_metadata(location, file_io)
+        cached = self.metadata_cache.get(location)
+        if cached is not None:
+            return cached
+        first = self.mapper.to_domain_event(self.recorder.select_events(tabular.id, lte=1)[0])
+        assert isinstance(first, (Table.Registered, View.Registered))
+        self.remember_metadata(location, first.metadata)
+        return first.metadata
+
+    def _client_id_or_new(self, chosen: Any) -> UUID:
+        """The table id a client chose (its `table-uuid`), when it is a random or time-based
+        UUID no aggregate uses: the catalog's own derived ids (name claims, namespaces, keys)
+        are version 5, and a client must not take one before the catalog does."""
+        try:
+            wanted = UUID(str(chosen))
+        except ValueError:
+            return uuid4()
+        if wanted.version not in (4, 7) or wanted.variant != RFC_4122:
+            return uuid4()
+        try:
+            self.repository.get(wanted)
+        except AggregateNotFoundError:
+            return wanted
+        return uuid4()
 
     def _stage_commit(
         self,
@@ -517,7 +555,7 @@ class TableCommands(NamespaceCommands):
     ) -> _Staged | None:
         """Check, apply, write the next metadata file and record the commit on `table`
         (not yet saved). None when the updates change nothing."""
-        base = self.load_metadata(table.metadata_location, file_io)
+        base = self.table_metadata(table, file_io)
         check_requirements(base, requirements)
         applied_at = now_ms()
         metadata = apply_updates(
@@ -623,9 +661,13 @@ class TableCommands(NamespaceCommands):
         if str(enabled).lower() != "true":
             return
         table = Location.parse(metadata["location"], "table location")
-        kept = {entry["metadata-file"] for entry in metadata.get("metadata-log", [])}
+        kept = {
+            entry.get("metadata-file")
+            for entry in metadata.get("metadata-log", [])
+            if isinstance(entry, dict)
+        }
         for entry in base.get("metadata-log", []):
-            name = entry.get("metadata-file")
+            name = entry.get("metadata-file") if isinstance(entry, dict) else None
             if name in kept or not isinstance(name, str) or not inside(name, table):
                 continue
             with contextlib.suppress(OSError, CatalogError):
@@ -704,7 +746,14 @@ class TableCommands(NamespaceCommands):
                 return "view-uuid" in metadata
             return "format-version" in metadata and "view-uuid" not in metadata
 
-        return self.load_client_metadata(metadata_location, file_io, is_kind)
+        metadata = self.load_client_metadata(metadata_location, file_io, is_kind)
+        # Found and of the right kind: what is wrong with it now is said (400), as for a
+        # commit — every later load and commit of the table reads it.
+        if kind == "view":
+            check_view_metadata(metadata)
+        else:
+            check_table_metadata(metadata)
+        return metadata
 
     def register_table(
         self,

@@ -50,6 +50,9 @@ class _Beat:
 
 
 class TaskCommands(LifecycleCommands):
+    # The locations of the tabulars overlapping a location, from the read model (set by
+    # the composition root: commands cannot import projections).
+    locations_overlapping: Callable[[str, str], list[str]] = staticmethod(lambda _w, _l: [])
     # Set by the composition root from settings.
     task_backoff_ms: int = 5_000
     purge_delete_rate: float = 0.0  # files per second; 0 = as fast as storage allows
@@ -172,13 +175,23 @@ class TaskCommands(LifecycleCommands):
             metadata = {"metadata-log": []}  # a legacy location: skipped below, with why
         beat = _Beat(heartbeat)
         written = self._written_metadata(task.entity_id)
+        # Where the table was when it was dropped: its last metadata's location, which a
+        # commit checked (inside the warehouse, overlapping no other table); the payload's
+        # copy of the aggregate's location when the metadata is gone.
+        scope = _table_location(metadata.get("location")) or _table_location(
+            task.payload.get("location")
+        )
+        if scope is not None and scope == file_io.root:
+            scope = None  # a legacy location: the warehouse itself is never purged
+        others = self._other_locations(task.warehouse_id, scope)
         plan = reachable_files(
             metadata,
             location,
             file_io,
             beat,
             also_metadata=written,
-            table_location=_table_location(task.payload.get("location")),
+            table_location=scope,
+            other_locations=others,
         )
         deleted, missing = self._delete(plan, file_io, beat)
 
@@ -206,6 +219,17 @@ class TaskCommands(LifecycleCommands):
             self.save_all(table, current)
 
         self.retrying(record)
+
+    def _other_locations(self, warehouse_id: UUID, scope: Location | None) -> list[Location]:
+        """Tables and views whose locations overlap the purged one's: their files stay."""
+        if scope is None:
+            return []
+        found = []
+        for text in self.locations_overlapping(str(warehouse_id), str(scope)):
+            other = _table_location(text)
+            if other is not None:
+                found.append(other)
+        return found
 
     def _written_metadata(self, table_id: UUID) -> list[str]:
         """Every metadata file this catalog wrote for the table, from its events."""

@@ -145,7 +145,6 @@ class ViewCommands(TableCommands):
             existing = self._free_view_claim(warehouse_id, name)
             file_io = self.file_io(warehouse.storage_profile)
             metadata = self.load_registered(warehouse, metadata_location, file_io, "view")
-            reject_secret_properties(metadata.get("properties", {}), "View")
             self._check_location(warehouse, metadata["location"])
             view = View.create(
                 registered=True,
@@ -192,7 +191,7 @@ class ViewCommands(TableCommands):
         def attempt() -> TableState:
             file_io = self.file_io(self.storage_profile(warehouse_id))
             view = self.get_view(warehouse_id, name)
-            base = self.load_metadata(view.metadata_location, file_io)
+            base = self.table_metadata(view, file_io)
             check_view_requirements(base, requirements)
             applied_at = now_ms()
             metadata = apply_view_updates(base, updates, now_ms=applied_at)

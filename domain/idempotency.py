@@ -10,6 +10,8 @@ recorded after. Losers wait for that outcome and answer with it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -81,6 +83,7 @@ class IdempotencyRecord(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.landed = True
             aggregate.landed_location = self.metadata_location
+            aggregate.landed_at_ms = int(self.timestamp.timestamp() * 1000)
 
     class Completed(Event):
         """The claimant's request answered `status`; `body` without `metadata` or storage
@@ -120,6 +123,7 @@ class IdempotencyRecord(Aggregate):
             aggregate.method, aggregate.path = self.method, self.path
             aggregate.claim_token, aggregate.claimed_at_ms, aggregate.lease_until_ms = None, 0, 0
             aggregate.landed, aggregate.landed_location = True, self.metadata_location
+            aggregate.landed_at_ms = self.recorded_at_ms
             _outcome(aggregate, self)
 
     class Rerecorded(Event):
@@ -146,6 +150,7 @@ class IdempotencyRecord(Aggregate):
         lease_until_ms: int
         landed: bool
         landed_location: str | None
+        landed_at_ms: int
         status: int | None  # None until the outcome is recorded
         body: str
         metadata_location: str | None
@@ -216,7 +221,7 @@ def _claim(aggregate: Any, event: Any) -> None:
     aggregate.claim_token = event.token
     aggregate.claimed_at_ms = event.claimed_at_ms
     aggregate.lease_until_ms = event.lease_until_ms
-    aggregate.landed, aggregate.landed_location = False, None
+    aggregate.landed, aggregate.landed_location, aggregate.landed_at_ms = False, None, 0
     aggregate.status, aggregate.body = None, ""
     aggregate.metadata_location, aggregate.recorded_at_ms = None, 0
 
@@ -263,6 +268,9 @@ class HeldClaim:
     actor: str
     request_id: str
     landed: bool = False
+    # While set, appends do not land the key: a command of several appends lands it with
+    # its last one, so that a retry after a failure half-way runs the rest again.
+    deferred: bool = False
 
 
 _HELD: ContextVar[HeldClaim | None] = ContextVar("icelog_idempotency_claim", default=None)
@@ -278,3 +286,17 @@ def release_hold(token: Token[HeldClaim | None]) -> None:
 
 def held_claim() -> HeldClaim | None:
     return _HELD.get()
+
+
+@contextmanager
+def deferred_landing() -> Iterator[None]:
+    """The appends made inside do not land the request's key (the next one outside does)."""
+    held = _HELD.get()
+    if held is None:
+        yield
+        return
+    before, held.deferred = held.deferred, True
+    try:
+        yield
+    finally:
+        held.deferred = before

@@ -93,6 +93,9 @@ def warehouse_claim_id(project_id: UUID, name: str) -> UUID:
 SERVER_ID = uuid5(ICELOG_NAMESPACE, "server")
 
 
+PROPERTIES_HINT_PREFIX = "namespace-properties:"
+
+
 def properties_hint_key(namespace_uuid: UUID) -> str:
     """Key under which a command hands the new namespace properties to the inline projection."""
-    return f"namespace-properties:{namespace_uuid}"
+    return f"{PROPERTIES_HINT_PREFIX}{namespace_uuid}"

@@ -58,6 +58,9 @@ def _refuse(what: str, text: str, why: str) -> BadRequestError:
 def _check_segment(segment: str, *, what: str, text: str, encoded_separators: bool) -> None:
     if segment in _DOTS:
         raise _refuse(what, text, "empty, '.' and '..' path segments are not allowed")
+    if segment != segment.strip():
+        # Some readers trim names (and a segment of spaces trims to nothing): refused.
+        raise _refuse(what, text, "a path segment cannot begin or end with white space")
     if "%" not in segment:
         return
     if not encoded_separators and _ENCODED_SEPARATOR.search(segment):
@@ -88,7 +91,11 @@ class Location:
         would form a dot segment."""
         if not isinstance(text, str) or not text.strip():
             raise BadRequestError(f"Invalid {what}: expected a non-empty string")
-        raw = text.strip()
+        raw = text
+        if raw != raw.strip():
+            # Never stripped: a stored text that parses differently the second time (a
+            # trailing space dropped) would name another place than the one checked.
+            raise _refuse(what, raw, "leading or trailing white space is not allowed")
         if len(raw) > MAX_LOCATION_CHARS:
             raise _refuse(what, raw, f"longer than {MAX_LOCATION_CHARS} characters")
         if _REFUSED_CHARACTERS.search(raw):
@@ -217,6 +224,15 @@ def normalize_location(location: str) -> str:
     elif loc.startswith(ALTERNATIVE_S3_SCHEMES):
         loc = "s3://" + loc.split("://", 1)[1]
     return loc.rstrip("/")
+
+
+def location_set_by(updates: Any) -> str | None:
+    """The location a commit's updates end with, when they set one (`set-location`)."""
+    found = None
+    for update in updates if isinstance(updates, list) else ():
+        if isinstance(update, dict) and str(update.get("action", "")).lower() == "set-location":
+            found = update.get("location")
+    return found if isinstance(found, str) else None
 
 
 def uses_alternative_scheme(location: str) -> bool:

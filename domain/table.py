@@ -21,6 +21,7 @@ from icelog.domain.lifecycle import (
     apply_soft_dropped,
     apply_undropped,
 )
+from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_rules import CURRENT, LEGACY
 from icelog.domain.protection import Protectable
 
@@ -90,6 +91,9 @@ class Table(Protectable, SoftDeletable, Aggregate):
 
         def apply(self, aggregate: Any) -> None:
             aggregate.metadata_location = self.metadata_location
+            moved = location_set_by(self.updates)
+            if moved is not None:  # purge and undrop act on where the table is now
+                aggregate.location = normalize_location(moved)
 
     class Renamed(Event):
         TOPIC = "icelog.table.renamed.v1"
@@ -307,5 +311,10 @@ def _init(aggregate: Any, event: Table.Created | Table.Registered) -> None:
     aggregate.name = event.name
     aggregate.location = event.location
     aggregate.metadata_location = event.metadata_location
+    # A registered file is the client's, not the catalog's: it may change after the
+    # register, so the logged document is the table's first state, not the file.
+    aggregate.registered_location = (
+        event.metadata_location if isinstance(event, Table.Registered) else None
+    )
     aggregate.dropped = False
     aggregate.purged = False

@@ -109,7 +109,7 @@ _SNAPSHOT_INT_FIELDS = ("schema-id",)
 SNAPSHOT_OPERATIONS = ("append", "replace", "overwrite", "delete")
 
 
-def _check_snapshot_fields(snapshot: dict[str, Any], format_version: int) -> None:
+def check_snapshot_fields(snapshot: dict[str, Any], format_version: int) -> None:
     problem = None
     for key in _SNAPSHOT_LONG_FIELDS:
         if snapshot.get(key) is not None and not is_int64(snapshot[key]):
@@ -200,7 +200,7 @@ def _json_type_ok(value: Any, kind: str) -> bool:
     return isinstance(value, str)
 
 
-def _check_statistics(stats: dict[str, Any], key: str, action: str) -> None:
+def check_statistics(stats: dict[str, Any], key: str, action: str) -> None:
     for field, kind in _STATISTICS_FIELDS[key]:
         if not _json_type_ok(stats.get(field), kind):
             raise BadRequestError(
@@ -453,7 +453,7 @@ class MetadataBuilder(MetadataState):
                 "Cannot parse add-snapshot update: snapshot needs an integer timestamp-ms"
             )
         if not legacy():
-            _check_snapshot_fields(snapshot, self.format_version)
+            check_snapshot_fields(snapshot, self.format_version)
         if not self.schemas:
             raise ValidationError("Attempting to add a snapshot before a schema is added")
         if not self.specs:
@@ -641,7 +641,7 @@ class MetadataBuilder(MetadataState):
             # Older clients carry it only at the top level (deprecated field).
             stats = {"snapshot-id": update["snapshot-id"], **stats}
         if not legacy():
-            _check_statistics(stats, key, str(update.get("action")))
+            check_statistics(stats, key, str(update.get("action")))
         target = self.statistics if key == "statistics" else self.partition_statistics
         kept = [s for s in target if s.get("snapshot-id") != stats["snapshot-id"]]
         target[:] = [*kept, stats]

@@ -18,6 +18,7 @@ from icelog.domain.lifecycle import (
     apply_soft_dropped,
     apply_undropped,
 )
+from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_rules import CURRENT, LEGACY
 from icelog.domain.protection import Protectable
 
@@ -83,6 +84,9 @@ class View(Protectable, SoftDeletable, Aggregate):
 
         def apply(self, aggregate: Any) -> None:
             aggregate.metadata_location = self.metadata_location
+            moved = location_set_by(self.updates)
+            if moved is not None:  # purge and undrop act on where the table is now
+                aggregate.location = normalize_location(moved)
 
     class Renamed(Event):
         TOPIC = "icelog.view.renamed.v1"
@@ -219,4 +223,8 @@ def _init(aggregate: Any, event: View.Created | View.Registered) -> None:
     aggregate.name = event.name
     aggregate.location = event.location
     aggregate.metadata_location = event.metadata_location
+    # As for tables: a registered file is the client's; the logged document is the view's.
+    aggregate.registered_location = (
+        event.metadata_location if isinstance(event, View.Registered) else None
+    )
     aggregate.dropped = False

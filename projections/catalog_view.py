@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from eventsourcing.persistence import IntegrityError
 
 from icelog.domain.identifiers import NamespaceName, properties_hint_key
-from icelog.domain.locations import normalize_location
+from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_fold import replay_commit
 from icelog.domain.namespace import Namespace
 from icelog.domain.project import Project
@@ -33,9 +34,14 @@ Cursor = Any
 class CatalogView:
     """Applies domain events to the read-model tables through a DB-API cursor."""
 
-    def __init__(self, dialect: str, prefix: str = "") -> None:
+    def __init__(self, dialect: str, prefix: str = "", *, guard_locations: bool = False) -> None:
         self.dialect = dialect
         self.prefix = prefix
+        # Live appends only (the inline projection), never a rebuild of what the log holds:
+        # refuse a table or view location that overlaps another's, inside the append's
+        # transaction, where appends are serialised — two concurrent creates that both
+        # passed the command's check cannot both land.
+        self.guard_locations = guard_locations
 
     def _sql(self, statement: str) -> str:
         statement = statement.replace("{p}", self.prefix)
@@ -68,7 +74,7 @@ class CatalogView:
         if not isinstance(event, (Table.Committed, View.Replaced)):
             return None
         data = hints.get(event.metadata_location)
-        if data is None or _new_location(event.updates) is not None:
+        if data is None or location_set_by(event.updates) is not None:
             return None
         stamp = event.timestamp.isoformat()
         row = (event.metadata_location, data, event.originator_version, stamp)
@@ -174,6 +180,31 @@ class CatalogView:
             self._exec(cur, "DELETE FROM {p}icelog_namespaces WHERE id = ?", (nid,))
 
     # -- tables and views ------------------------------------------------------------------
+    def _refuse_overlap(
+        self, cur: Cursor, warehouse_id: str | None, tid: str, location: str
+    ) -> None:
+        """IntegrityError (the append is a conflict: the command reloads, and its own check
+        then answers 409) when `location` overlaps another tabular's of the warehouse."""
+        if not self.guard_locations:
+            return
+        at = normalize_location(location)
+        if warehouse_id is None:
+            self._exec(cur, "SELECT warehouse_id FROM {p}icelog_tabulars WHERE id = ?", (tid,))
+            row = cur.fetchone()
+            if row is None:
+                return
+            warehouse_id = str(row[0])
+        for table in ("icelog_tabulars", "icelog_deleted_tabulars"):
+            self._exec(
+                cur,
+                f"SELECT 1 FROM {{p}}{table} WHERE warehouse_id = ? AND id <> ? AND ("
+                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
+                "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
+                (warehouse_id, tid, at, at, at, at),
+            )
+            if cur.fetchone() is not None:
+                raise IntegrityError(f"the location {at} overlaps another table's or view's")
+
     def _tabular(
         self, cur: Cursor, event: Table.Event | View.Event, hints: Mapping[str, bytes]
     ) -> None:
@@ -182,6 +213,7 @@ class CatalogView:
         stamp = event.timestamp.isoformat()
         kind = "view" if isinstance(event, View.Event) else "table"
         if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
+            self._refuse_overlap(cur, str(event.warehouse_id), tid, event.location)
             data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
             self._exec(
                 cur,
@@ -204,7 +236,7 @@ class CatalogView:
             )
         elif isinstance(event, (Table.Committed, View.Replaced)):
             hinted = hints.get(event.metadata_location)
-            location = _new_location(event.updates)
+            location = location_set_by(event.updates)
             if hinted is not None:
                 data = hinted
             else:
@@ -212,6 +244,7 @@ class CatalogView:
                 previous = orjson.loads(bytes(cur.fetchone()[0]))
                 data = orjson.dumps(replay_commit(event, previous))
             if location is not None:
+                self._refuse_overlap(cur, None, tid, location)
                 self._exec(
                     cur,
                     "UPDATE {p}icelog_tabulars SET location = ? WHERE id = ?",
@@ -327,10 +360,3 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
 
 
-def _new_location(updates: Sequence[Mapping[str, Any]]) -> str | None:
-    """The table location a commit ends with, when it set one."""
-    found = None
-    for update in updates:
-        if str(update.get("action", "")).lower() == "set-location":
-            found = update.get("location")
-    return found if isinstance(found, str) else None

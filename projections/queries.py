@@ -226,6 +226,20 @@ class CatalogQueries:
                 return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
         return None
 
+    def locations_overlapping(self, warehouse_id: str, location: str) -> list[str]:
+        """The locations of every tabular (live or soft-dropped) that equals, contains or
+        lies inside `location`."""
+        found: list[str] = []
+        for table in ("icelog_tabulars", "icelog_deleted_tabulars"):
+            rows = self.rows(
+                f"SELECT location FROM {table} WHERE warehouse_id = ? AND ("
+                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
+                "OR substr(location, 1, length(?) + 1) = ? || '/')",
+                (warehouse_id, location, location, location, location),
+            )
+            found.extend(str(r[0]) for r in rows)
+        return found
+
     # -- soft-deleted tabulars -------------------------------------------------------------
     def deleted_tabulars(
         self, warehouse_id: str, ns: NamespaceName | None, token: str | None, size: int

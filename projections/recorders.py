@@ -26,10 +26,12 @@ from icelog.projections.catalog_view import CatalogView
 from icelog.projections.schema import create_statements
 from icelog.projections.sql import harden_postgres_datastore
 
+_ABORT = "DO $$ BEGIN RAISE EXCEPTION 'icelog: the read-model update failed'; END $$"
+
 
 class InlineSQLiteRecorder(SQLiteApplicationRecorder):
     def __init__(self, datastore: SQLiteDatastore, events_table_name: str = "stored_events"):
-        self.view = CatalogView("sqlite")
+        self.view = CatalogView("sqlite", guard_locations=True)
         super().__init__(datastore, events_table_name)
 
     def construct_create_table_statements(self) -> list[str]:
@@ -49,7 +51,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
     def __init__(
         self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
     ) -> None:
-        self.view = CatalogView("postgres")
+        self.view = CatalogView("postgres", guard_locations=True)
         # Dead pooled connections after a PostgreSQL restart, 503 when it is down.
         harden_postgres_datastore(datastore)
         super().__init__(datastore, events_table_name=events_table_name)
@@ -164,4 +166,11 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
                 # error reaches the caller. Costs nothing when nothing fails.
                 with contextlib.suppress(psycopg.Error), curs.connection.pipeline():
                     pass
+                raise
+            except Exception:
+                # An error of the read model's own (a location guard's conflict): the
+                # library keeps a Python exception until after its COMMIT, which would land
+                # the events without their rows. Fail the transaction in the database first.
+                with contextlib.suppress(psycopg.Error), curs.connection.pipeline():
+                    curs.connection.execute(_ABORT, prepare=False)
                 raise

@@ -22,6 +22,7 @@ from icelog.api.routes import prefix, services
 from icelog.api.services import Services
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import BadRequestError, NoSuchNamespaceError
+from icelog.domain.idempotency import deferred_landing
 from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.properties import require_string_map
 from icelog.domain.protection import ProtectedError
@@ -101,16 +102,21 @@ def drop_recursively(
                     raise ProtectedError(f"{kind.capitalize()} {ns.dotted}.{child} is protected")
         if svc.catalog.namespace_protected(warehouse_id, ns):
             raise ProtectedError(f"Namespace {ns.dotted} is protected")
-    for ns in reversed(tree):  # children before parents
-        for child in _tabulars(svc, str(warehouse_id), ns, "table"):
-            svc.catalog.drop_table(
-                ctx, warehouse_id, TabularName(ns, child), purge=purge, final=True
-            )
-        for child in _tabulars(svc, str(warehouse_id), ns, "view"):
-            svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child), final=True)
-        for tabular_id, _kind in svc.queries.deleted_tabular_ids(str(warehouse_id), ns):
-            svc.catalog.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
-        svc.catalog.drop_namespace(ctx, warehouse_id, ns)
+    # One append per object; an Idempotency-Key lands with the last one, the root's drop,
+    # so that a retry after a failure half-way drops what is left.
+    with deferred_landing():
+        for ns in reversed(tree):  # children before parents
+            for child in _tabulars(svc, str(warehouse_id), ns, "table"):
+                svc.catalog.drop_table(
+                    ctx, warehouse_id, TabularName(ns, child), purge=purge, final=True
+                )
+            for child in _tabulars(svc, str(warehouse_id), ns, "view"):
+                svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child), final=True)
+            for tabular_id, _kind in svc.queries.deleted_tabular_ids(str(warehouse_id), ns):
+                svc.catalog.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
+            if ns != name:
+                svc.catalog.drop_namespace(ctx, warehouse_id, ns)
+    svc.catalog.drop_namespace(ctx, warehouse_id, name)
 
 
 def _subtree(svc: Services, warehouse_id: str, root: NamespaceName) -> list[NamespaceName]:

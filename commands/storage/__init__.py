@@ -101,15 +101,19 @@ def file_io_for(
     return found
 
 
+def _resolved(location: Location) -> Location:
+    """A `file` location as the system resolves it (links followed); others as they are."""
+    if location.scheme != "file":
+        return location
+    return Location.parse(
+        os.path.realpath(location.path), "storage-profile.base-location", encoded_separators=True
+    )
+
+
 def storage_root(profile: dict[str, Any]) -> Location:
     """Where a warehouse's storage really is, for telling whether two warehouses overlap:
     a `file` root as the system resolves it (links followed), an S3 root as bucket + prefix."""
-    base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
-    if base.scheme == "file":
-        return Location.parse(
-            os.path.realpath(base.path), "storage-profile.base-location", encoded_separators=True
-        )
-    return base
+    return _resolved(Location.parse(profile.get("base-location"), "storage-profile.base-location"))
 
 
 def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None) -> None:
@@ -136,7 +140,13 @@ class StoragePolicy:
     s3_endpoint_hosts: tuple[str, ...] = ()
 
     def check_file_root(self, base: Location) -> None:
-        if self.file_roots and not any(root.contains(base) for root in self.file_roots):
+        """Both as written and as the system resolves it (a link planted in an allowed
+        place must not lead out of it)."""
+        if not self.file_roots:
+            return
+        real = _resolved(base)
+        allowed = [(root, _resolved(root)) for root in self.file_roots]
+        if not any(root.contains(base) and real_root.contains(real) for root, real_root in allowed):
             raise BadRequestError(
                 f"storage-profile.base-location {base} is not below an allowed warehouse root "
                 "(ICELOG_FILE_WAREHOUSE_ROOTS)"

@@ -46,10 +46,16 @@ class PurgePlan:
 
 
 class _Scope:
-    """Decides which named files purge may touch: those inside the table's location."""
+    """Decides which named files purge may touch: those inside the table's location, and
+    not inside another table's or view's (one nested in it, or one it was nested in)."""
 
-    def __init__(self, table_location: Location | None, plan: PurgePlan) -> None:
+    def __init__(
+        self, table_location: Location | None, others: Iterable[Location], plan: PurgePlan
+    ) -> None:
         self.table = table_location
+        # The purged table is gone from the read model: any of these, even at the very same
+        # location (a table created there since), is another table.
+        self.others = list(others)
         self.plan = plan
 
     def admit(self, location: Any) -> str | None:
@@ -63,6 +69,9 @@ class _Scope:
             return None
         if self.table is None or not self.table.contains(parsed):
             self.plan.skip(location, "outside the table's location")
+            return None
+        if any(other.contains(parsed) for other in self.others):
+            self.plan.skip(location, "inside another table's or view's location")
             return None
         return location
 
@@ -95,6 +104,7 @@ def reachable_files(
     progress: Callable[[], None] | None = None,
     also_metadata: Iterable[str] = (),
     table_location: Location | None = None,
+    other_locations: Iterable[Location] = (),
 ) -> PurgePlan:
     """All files the table's metadata references inside `table_location`, leaves first,
     metadata files last; the rest is skipped.
@@ -107,7 +117,7 @@ def reachable_files(
     """
     tick = progress or (lambda: None)
     plan = PurgePlan()
-    scope = _Scope(table_location, plan)
+    scope = _Scope(table_location, other_locations, plan)
     data_files: set[str] = set()
     manifests: set[str] = set()
     manifest_lists: set[str] = set()

@@ -9,6 +9,7 @@ Credentials are handed in by the caller and never appear in errors raised from h
 from __future__ import annotations
 
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -156,22 +157,31 @@ class S3FileIO:
             raise _storage_failure("read", location, exc) from None
         except BotoCoreError as exc:
             raise _storage_failure("read", location, exc) from None
+        body = found["Body"]
+        # A store that sends a byte now and then never trips a per-read timeout: the body
+        # is closed at the deadline, which ends the read wherever it waits.
+        watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), body.close)
+        watchdog.daemon = True
+        watchdog.start()
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in found["Body"].iter_chunks(1 << 20):
+            for chunk in body.iter_chunks(1 << 16):
                 size += len(chunk)
                 if size > limit:
                     raise UnreadableFileError(location, f"larger than {limit} bytes")
-                if time.monotonic() > deadline:
-                    raise UnreadableFileError(
-                        location, f"not read within {self._read_timeout_s:g} s"
-                    )
                 chunks.append(chunk)
-        except (BotoCoreError, OSError) as exc:
+        except (BotoCoreError, OSError, ValueError, AttributeError) as exc:
+            if time.monotonic() >= deadline:
+                raise UnreadableFileError(
+                    location, f"not read within {self._read_timeout_s:g} s"
+                ) from None
             raise _storage_failure("read", location, exc) from None
         finally:
-            found["Body"].close()
+            watchdog.cancel()
+            body.close()
+        if time.monotonic() >= deadline:
+            raise UnreadableFileError(location, f"not read within {self._read_timeout_s:g} s")
         return b"".join(chunks)
 
     def exists(self, location: str) -> bool:

@@ -8,6 +8,7 @@ validated here and stored by the caller in the secret vault; the profile keeps o
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from typing import Any
 from urllib.parse import urlparse
@@ -71,6 +72,14 @@ def _url(value: str | None, key: str) -> str | None:
         return None
     if not _valid_netloc(value) or urlparse(value).scheme not in ("http", "https"):
         raise BadRequestError(f"storage-profile.{key} must be an http(s) URL, got {value!r}")
+    parts = urlparse(value)
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        # The endpoint is logged and handed to every client: no credentials in it, and no
+        # query or fragment that would change what the S3 clients call.
+        raise BadRequestError(
+            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
+            "information, query or fragment"
+        )
     return value.rstrip("/")
 
 
@@ -202,7 +211,35 @@ def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3A
     )
 
 
+# The whole access check: a store that answers slowly enough never trips a per-read
+# timeout, so the check runs in a thread the request stops waiting for.
+PROBE_DEADLINE_S = 20.0
+
+
 def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
+    """The access check within PROBE_DEADLINE_S (`_probe` says what it checks)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            _probe(profile, access)
+        except BaseException as exc:  # handed to the waiting request
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    # A daemon thread: a probe stuck on a dripping socket neither holds the request nor
+    # the process's exit.
+    worker = threading.Thread(target=run, name="icelog-s3-probe", daemon=True)
+    worker.start()
+    worker.join(PROBE_DEADLINE_S)
+    if not outcome:
+        raise BadRequestError(f"Storage validation failed: {NOT_S3}")
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def _probe(profile: dict[str, Any], access: S3Access) -> None:
     """Write, read, list and delete one object below the base location, as Lakekeeper
     does at warehouse creation. When an S3 service answered with an error, the error names
     the step and the S3 error code; any other failure, at whatever step, is the one phrase
@@ -224,7 +261,8 @@ def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
     try:
         client.put_object(Bucket=bucket, Key=key, Body=payload)
         step = "read"
-        if client.get_object(Bucket=bucket, Key=key)["Body"].read() != payload:
+        read = client.get_object(Bucket=bucket, Key=key)["Body"].read(len(payload) + 1)
+        if read != payload:
             raise not_s3  # no S3 service answers a read with other bytes
         step = "list"
         client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)

@@ -186,3 +186,35 @@ def test_no_parsed_location_escapes_its_base_under_either_reading(
         root = base.path if base.scheme == "file" else "/" + base.key
         for reading in (raw, decoded):
             assert reading == root or reading.startswith(root + "/"), (text, reading)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "file:///srv/lake/wh/t1 /",
+        "file:///srv/lake/wh/ /",
+        "file:///srv/lake/wh/t1\u00a0",
+        "file:///srv/lake/wh/\u3000/t",
+        " file:///srv/lake/wh/t",
+        "s3://lake/wh/t /",
+    ],
+)
+def test_white_space_at_the_edges_is_refused_not_trimmed(text: str) -> None:
+    with pytest.raises(BadRequestError):
+        Location.parse(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(SEGMENT | st.text(max_size=4), max_size=5), s3=st.booleans())
+def test_the_text_form_parses_back_to_the_same_location(parts: list[str], s3: bool) -> None:
+    """A location is stored as its text and parsed again later (purge, metadata paths): the
+    second parse must name exactly the place the first one checked."""
+    base = BUCKET_ROOT if s3 else WAREHOUSE
+    for encoded_separators in (False, True):
+        try:
+            parsed = Location.parse(
+                f"{base}/" + "/".join(parts), encoded_separators=encoded_separators
+            )
+        except BadRequestError:
+            continue
+        assert Location.parse(str(parsed), encoded_separators=True) == parsed
