@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -16,101 +15,23 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from icelog.api.audit import Chainer
+from icelog.api.catalog_api import CATALOG_OPERATIONS
+from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
-from icelog.api.event_log import as_of, list_events, make_indexer, tabular_history
-from icelog.api.http import AsyncHandler, RawPathMiddleware, endpoint, json_response
+from icelog.api.event_log import make_indexer
+from icelog.api.http import RawPathMiddleware, endpoint, json_response
 from icelog.api.idempotency import KEYED_ROUTES, idempotent
 from icelog.api.logs import configure_logging, level_number
+from icelog.api.management_api import MANAGEMENT_OPERATIONS
 from icelog.api.metrics import Metrics, metrics
 from icelog.api.observability import ObservabilityMiddleware, Readiness
 from icelog.api.openapi import openapi_routes
 from icelog.api.publishing import run_relays
-from icelog.api.routes import config, lifecycle, management, namespaces, signing, tables, views
+from icelog.api.routes import config
 from icelog.api.routing import IndexedRouter
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.domain.errors import CatalogError
-
-Handler = Callable[[Request, Any], Response] | AsyncHandler
-
-# (methods, path below /v1 or /v1/{prefix}, handler). Every route is served with and
-# without the warehouse prefix: clients drop the segment when no prefix is configured.
-CATALOG_ROUTES: list[tuple[list[str], str, Handler]] = [
-    (["GET"], "/namespaces", namespaces.list_namespaces),
-    (["POST"], "/namespaces", namespaces.create_namespace),
-    (["GET", "HEAD"], "/namespaces/{namespace}", namespaces.load_namespace),
-    (["DELETE"], "/namespaces/{namespace}", namespaces.drop_namespace),
-    (["POST"], "/namespaces/{namespace}/properties", namespaces.update_properties),
-    (["GET"], "/namespaces/{namespace}/tables", tables.list_tables),
-    (["POST"], "/namespaces/{namespace}/tables", tables.create_table),
-    (["GET", "HEAD"], "/namespaces/{namespace}/tables/{table}", tables.load_table),
-    (["POST"], "/namespaces/{namespace}/tables/{table}", tables.commit_table),
-    (["DELETE"], "/namespaces/{namespace}/tables/{table}", tables.drop_table),
-    (["POST"], "/namespaces/{namespace}/tables/{table}/metrics", tables.report_metrics),
-    (["POST"], "/namespaces/{namespace}/register", tables.register_table),
-    (["POST"], "/tables/rename", tables.rename_table),
-    (["POST"], "/transactions/commit", tables.commit_transaction),
-    (["GET"], "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials),
-    (["POST"], "/namespaces/{namespace}/tables/{table}/sign", signing.sign_table_request),
-    (["POST"], "/v1/aws/s3/sign", signing.sign_warehouse_request),
-    (["GET"], "/namespaces/{namespace}/views", views.list_views),
-    (["POST"], "/namespaces/{namespace}/views", views.create_view),
-    (["GET", "HEAD"], "/namespaces/{namespace}/views/{view}", views.load_view),
-    (["POST"], "/namespaces/{namespace}/views/{view}", views.replace_view),
-    (["DELETE"], "/namespaces/{namespace}/views/{view}", views.drop_view),
-    (["POST"], "/namespaces/{namespace}/register-view", views.register_view),
-    (["POST"], "/views/rename", views.rename_view),
-]
-
-MANAGEMENT_ROUTES: list[tuple[list[str], str, Handler]] = [
-    (["GET"], "/info", management.info),
-    (["POST"], "/bootstrap", management.bootstrap),
-    (["POST"], "/project", management.create_project),
-    (["GET"], "/project", management.get_project),
-    (["DELETE"], "/project", management.delete_project),
-    (["POST"], "/project/rename", management.rename_project),
-    (["GET"], "/project-list", management.list_projects),
-    (["GET"], "/project/{project_id}", management.get_project),
-    (["DELETE"], "/project/{project_id}", management.delete_project),
-    (["POST"], "/project/{project_id}/rename", management.rename_project),
-    (["POST"], "/warehouse", management.create_warehouse),
-    (["GET"], "/warehouse", management.list_warehouses),
-    (["GET"], "/warehouse/{warehouse_id}", management.get_warehouse),
-    (["DELETE"], "/warehouse/{warehouse_id}", management.delete_warehouse),
-    (["POST"], "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
-    (["POST"], "/warehouse/{warehouse_id}/delete-profile", management.update_delete_profile),
-    (["POST"], "/warehouse/{warehouse_id}/storage", management.update_storage),
-    (
-        ["POST"],
-        "/warehouse/{warehouse_id}/storage-credential",
-        management.update_storage_credential,
-    ),
-    (
-        ["DELETE"],
-        "/warehouse/{warehouse_id}/namespace/{namespace_id}",
-        management.drop_namespace_by_id,
-    ),
-    (["GET"], "/warehouse/{warehouse_id}/deleted-tabulars", lifecycle.list_deleted_tabulars),
-    (["POST"], "/warehouse/{warehouse_id}/deleted-tabulars/undrop", lifecycle.undrop_tabulars),
-    # Lakekeeper's deprecated spelling, still sent by older clients.
-    (["POST"], "/warehouse/{warehouse_id}/deleted_tabulars/undrop", lifecycle.undrop_tabulars),
-    (["POST"], "/warehouse/{warehouse_id}/task/list", lifecycle.list_tasks),
-    (["GET"], "/warehouse/{warehouse_id}/task/by-id/{task_id}", lifecycle.get_task),
-    (["GET"], "/events", list_events),
-    (["GET"], "/as-of", as_of),
-    (["GET"], "/warehouse/{warehouse_id}/table/{table_id}/history", tabular_history),
-    (["GET"], "/warehouse/{warehouse_id}/view/{view_id}/history", tabular_history),
-    (["GET"], "/warehouse/{warehouse_id}/protection", management.get_protection),
-    (["POST"], "/warehouse/{warehouse_id}/protection", management.set_protection),
-    *(
-        (methods, f"/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection", handler)
-        for kind in ("table", "view", "namespace")
-        for methods, handler in (
-            (["GET"], management.get_protection),
-            (["POST"], management.set_protection),
-        )
-    ),
-]
 
 
 def _health(request: Request) -> Response:
@@ -136,13 +57,13 @@ def routes() -> list[BaseRoute]:
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
     for base in ("/catalog/v1", "/catalog/v1/{prefix}"):
-        for methods, path, handler in CATALOG_ROUTES:
-            served = endpoint(handler)
-            if any((method, path) in KEYED_ROUTES for method in methods):
+        for op in CATALOG_OPERATIONS:
+            served = serve(op)
+            if (op.method, op.path) in KEYED_ROUTES:
                 served = idempotent(served)
-            found.append(Route(base + path, served, methods=methods))
-    for methods, path, handler in MANAGEMENT_ROUTES:
-        found.append(Route("/management/v1" + path, endpoint(handler), methods=methods))
+            found.append(Route(base + op.path, served, methods=op.methods))
+    for op in MANAGEMENT_OPERATIONS:
+        found.append(Route("/management/v1" + op.path, serve(op), methods=op.methods))
     return [*found, *openapi_routes()]
 
 

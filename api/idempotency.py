@@ -239,9 +239,7 @@ class KeyedRequest:
         )
         if recorded is None or not recorded.has_outcome:
             return None
-        return await self._replay(
-            recorded.status or 200, recorded.body, recorded.metadata_location
-        )
+        return await self._replay(recorded.status or 200, recorded.body, recorded.metadata_location)
 
     async def _replay(self, status: int, body: str, metadata_location: str | None) -> Response:
         if not body:
@@ -338,4 +336,3 @@ def _landed_body(request: Request, body: Any, location: str | None) -> dict[str,
     if _template(request).endswith("/namespaces"):
         return {"namespace": data.get("namespace"), "properties": data.get("properties") or {}}
     return {}
-
