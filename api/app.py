@@ -15,11 +15,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from icelog.api.audit import Chainer
-from icelog.api.catalog_api import CATALOG_OPERATIONS
+from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
 from icelog.api.event_log import make_indexer
-from icelog.api.http import RawPathMiddleware, endpoint, json_response
+from icelog.api.http import RawPathMiddleware, json_response
 from icelog.api.idempotency import KEYED_ROUTES, idempotent
 from icelog.api.logs import configure_logging, level_number
 from icelog.api.management_api import MANAGEMENT_OPERATIONS
@@ -27,7 +27,6 @@ from icelog.api.metrics import Metrics, metrics
 from icelog.api.observability import ObservabilityMiddleware, Readiness
 from icelog.api.openapi import openapi_routes
 from icelog.api.publishing import run_relays
-from icelog.api.routes import config
 from icelog.api.routing import IndexedRouter
 from icelog.api.services import Services
 from icelog.api.settings import Settings
@@ -53,7 +52,7 @@ def routes() -> list[BaseRoute]:
         Route("/health", _health, methods=["GET"]),
         Route("/ready", _ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        Route("/catalog/v1/config", endpoint(config.get_config), methods=["GET"]),
+        Route("/catalog/v1/config", serve(CONFIG), methods=["GET"]),
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
     for base in ("/catalog/v1", "/catalog/v1/{prefix}"):

@@ -21,11 +21,11 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -56,6 +56,10 @@ class Body(BaseModel):
     model_config = ConfigDict(
         alias_generator=kebab, populate_by_name=True, extra="forbid", frozen=True
     )
+    # What an answer leaves out: fields that are None (Iceberg's Java parsers and Lakekeeper
+    # omit unset optional fields), or only fields never set (the management answers, whose
+    # clients read the explicit nulls icelog has always sent).
+    leave_out: ClassVar[Literal["none", "unset"]] = "none"
 
 
 class OpenBody(Body):
@@ -98,6 +102,7 @@ class Operation:
     body_required: bool = True
     also_head: bool = False
     operation_id: str = field(default="")
+    deprecated: bool = False
 
     @property
     def methods(self) -> list[str]:
@@ -166,7 +171,11 @@ def render(result: Result, status: int) -> Response:
         return Response(status_code=204)
     if isinstance(result, bytes):
         return Response(result, status_code=status, media_type="application/json")
-    body = result.__pydantic_serializer__.to_json(result, by_alias=True)
+    # Absent, not null: Iceberg's Java parsers and Lakekeeper omit unset optional fields.
+    unset_only = getattr(result, "leave_out", "none") == "unset"
+    body = result.__pydantic_serializer__.to_json(
+        result, by_alias=True, exclude_none=not unset_only, exclude_unset=unset_only
+    )
     return Response(body, status_code=status, media_type="application/json")
 
 
@@ -197,22 +206,6 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
     return endpoint
 
 
-def legacy(
-    method: str, path: str, handler: Callable[..., Any], *, also_head: bool = False
-) -> Operation:
-    """An operation whose handler still reads the raw body itself (`(request, body)`);
-    gone once every route has its models."""
-    from icelog.api.http import endpoint  # noqa: PLC0415 - transitional
-
-    served = endpoint(handler)
-
-    async def run(request: Request) -> Response:
-        return await served(request)
-
-    run.__name__ = handler.__name__
-    return Operation(method, path, run, also_head=also_head)
-
-
 # -- the OpenAPI document ------------------------------------------------------------------------
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
@@ -225,11 +218,34 @@ def _param_schema(name: str) -> dict[str, Any]:
     return {"type": "string"}
 
 
+class _Schemas(GenerateJsonSchema):
+    """JSON schemas without a title per field (its name says it; models keep theirs)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+_NULL = {"type": "null"}
+
+
+def _not_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """A parameter's schema without the `null` of an optional field: a URL holds no null."""
+    options = prop.get("anyOf", [])
+    if _NULL in options:
+        rest = [option for option in options if option != _NULL]
+        prop = {k: v for k, v in prop.items() if k != "anyOf"}
+        prop.update(rest[0] if len(rest) == 1 else {"anyOf": rest})
+    if "default" in prop and prop["default"] is None:
+        del prop["default"]
+    return prop
+
+
 def _query_parameters(model: type[Query]) -> list[dict[str, Any]]:
-    schema = model.model_json_schema(ref_template=REF)
+    schema = model.model_json_schema(ref_template=REF, schema_generator=_Schemas)
     required = set(schema.get("required", []))
     found = []
-    for name, prop in schema.get("properties", {}).items():
+    for name, raw in schema.get("properties", {}).items():
+        prop = _not_null(raw)
         description = prop.pop("description", None)
         parameter: dict[str, Any] = {
             "name": name,
@@ -296,6 +312,8 @@ def openapi_paths(operations: Iterable[Operation], base: str) -> dict[str, Any]:
         }
         if op.description:
             operation["description"] = op.description
+        if op.deprecated:
+            operation["deprecated"] = True
         if parameters:
             operation["parameters"] = parameters
         if op.body is not None:
@@ -327,6 +345,8 @@ def openapi_components(
             seen[(op.response, "serialization")] = None
     for model in extra:
         seen[(model, "serialization")] = None
-    _, definitions = models_json_schema(list(seen), ref_template=REF, by_alias=True)
+    _, definitions = models_json_schema(
+        list(seen), ref_template=REF, by_alias=True, schema_generator=_Schemas
+    )
     schemas: dict[str, Any] = definitions.get("$defs", {})
     return schemas

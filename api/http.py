@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote_plus
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from icelog.api.models.catalog import PageQuery
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import NamespaceName
-from icelog.domain.json_limits import check_json_depth
 
 _SEPARATOR = re.compile("%1f|\x1f", re.IGNORECASE)
-
-Handler = Callable[[Request, Any], Response]
-AsyncHandler = Callable[[Request, Any], Awaitable[Response]]
 
 
 def json_response(
@@ -39,36 +33,6 @@ def raw_json_response(body: bytes, headers: dict[str, str] | None = None) -> Res
 
 def no_content() -> Response:
     return Response(status_code=204)
-
-
-async def read_json(request: Request) -> Any:
-    if request.method not in ("POST", "PUT", "PATCH"):
-        return None
-    # The size limit (413) is enforced while the body streams in (api/observability.py).
-    body = await request.body()
-    if not body.strip():
-        return None
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequestError(f"Malformed JSON body: {exc}") from None
-    check_json_depth(parsed, "The request body")
-    return parsed
-
-
-def endpoint(fn: Handler | AsyncHandler) -> Callable[[Request], Awaitable[Response]]:
-    """Read the body on the event loop, then run the handler: synchronous handlers go to
-    the threadpool (the event store library is synchronous), async ones stay on the loop."""
-
-    async def run(request: Request) -> Response:
-        body = await read_json(request)
-        if inspect.iscoroutinefunction(fn):
-            response: Response = await fn(request, body)
-            return response
-        return await run_in_threadpool(fn, request, body)  # type: ignore[arg-type]
-
-    run.__name__ = fn.__name__
-    return run
 
 
 def parse_uuid(value: Any, what: str) -> uuid.UUID:
@@ -106,39 +70,13 @@ def namespace_from_query(value: str) -> NamespaceName:
     return NamespaceName(levels)
 
 
-def namespace_from_json(value: Any, field: str = "namespace") -> NamespaceName:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(level, str) and level for level in value)
-    ):
-        raise BadRequestError(f"{field} must be a non-empty array of non-empty strings")
-    return NamespaceName(tuple(value))
-
-
-def require_object(body: Any, what: str) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise BadRequestError(f"{what} must be a JSON object")
-    return body
-
-
-def page_params(request: Request) -> tuple[str | None, int | None]:
-    """Page only when asked: with no pageToken and no pageSize, everything (spec)."""
-    token = request.query_params.get("pageToken") or None
-    raw_size = request.query_params.get("pageSize")
-    size: int | None = None
-    if raw_size not in (None, ""):
-        try:
-            size = int(raw_size or "")
-        except ValueError:
-            raise BadRequestError("pageSize must be a positive integer") from None
-        if size < 1:
-            raise BadRequestError("pageSize must be a positive integer")
-        size = min(size, 1000)
-    elif token is not None:
+def page_of(query: PageQuery) -> tuple[str | None, int | None]:
+    """(token, size) of a paged list: everything when neither is given (spec); a token
+    alone pages by 100; a size is capped at 1,000."""
+    size = query.page_size
+    if size is None and query.page_token is not None:
         size = 100
-    return token, size
-
+    return query.page_token, min(size, 1000) if size is not None else None
 
 class RawPathMiddleware:
     """Route catalog requests on the raw (still percent-encoded) path.

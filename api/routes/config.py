@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from starlette.requests import Request
-from starlette.responses import Response
 
-from icelog.api.http import json_response
+from icelog.api.models.catalog import CatalogConfig, ConfigQuery
 from icelog.api.routes import services
 from icelog.domain.errors import BadRequestError, NoSuchWarehouseError
 from icelog.domain.identifiers import NIL_UUID, reject_control_characters
@@ -56,9 +54,9 @@ def project_id(request: Request) -> str:
         raise BadRequestError(f"x-project-id must be a UUID, got {raw!r}") from None
 
 
-def get_config(request: Request, _body: Any) -> Response:
+def get_config(request: Request, query: ConfigQuery) -> CatalogConfig:
     svc = services(request)
-    wanted = request.query_params.get("warehouse")
+    wanted = query.warehouse
     if wanted:
         reject_control_characters(wanted, "warehouse")
         warehouse = svc.queries.warehouse_by_name(project_id(request), wanted)
@@ -72,11 +70,9 @@ def get_config(request: Request, _body: Any) -> Response:
         warehouse_id = str(warehouse["id"])
     else:
         warehouse_id = svc.default_warehouse_id()
-    return json_response(
-        {
-            "defaults": {},
-            "overrides": {"prefix": warehouse_id, "namespace-separator": "%1F"},
-            "endpoints": ENDPOINTS,
-            "idempotency-key-lifetime": f"PT{svc.settings.idempotency_lifetime_seconds}S",
-        }
+    return CatalogConfig(
+        defaults={},
+        overrides={"prefix": warehouse_id, "namespace-separator": "%1F"},
+        endpoints=ENDPOINTS,
+        idempotency_key_lifetime=f"PT{svc.settings.idempotency_lifetime_seconds}S",
     )

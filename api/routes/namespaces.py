@@ -2,58 +2,52 @@
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from starlette.requests import Request
-from starlette.responses import Response
 
-from icelog.api.http import (
-    context,
-    json_response,
-    namespace_from_json,
-    namespace_from_query,
-    namespace_param,
-    no_content,
-    page_params,
-    require_object,
+from icelog.api.http import context, namespace_from_query, namespace_param, page_of
+from icelog.api.models.catalog import (
+    CreateNamespaceRequest,
+    CreateNamespaceResponse,
+    DropNamespaceQuery,
+    GetNamespaceResponse,
+    ListNamespacesQuery,
+    ListNamespacesResponse,
+    UpdateNamespacePropertiesRequest,
+    UpdateNamespacePropertiesResponse,
 )
 from icelog.api.routes import prefix, services
 from icelog.api.services import Services
 from icelog.domain.context import RequestContext
-from icelog.domain.errors import BadRequestError, NoSuchNamespaceError
+from icelog.domain.errors import NoSuchNamespaceError
 from icelog.domain.idempotency import deferred_landing
 from icelog.domain.identifiers import NamespaceName, TabularName
-from icelog.domain.properties import require_string_map
 from icelog.domain.protection import ProtectedError
 
 
-def list_namespaces(request: Request, _body: Any) -> Response:
+def list_namespaces(request: Request, query: ListNamespacesQuery) -> ListNamespacesResponse:
     svc = services(request)
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
-    raw_parent = request.query_params.get("parent") or None
-    parent = namespace_from_query(raw_parent) if raw_parent else None
+    parent = namespace_from_query(query.parent) if query.parent else None
     if parent is not None and not svc.queries.namespace_exists(warehouse_id, parent):
         raise NoSuchNamespaceError(f"Namespace does not exist: {parent.dotted}")
-    token, size = page_params(request)
+    token, size = page_of(query)
     names, next_token = svc.queries.list_namespaces(warehouse_id, parent, token, size)
-    payload: dict[str, Any] = {"namespaces": names}
-    if next_token is not None:
-        payload["next-page-token"] = next_token
-    return json_response(payload)
+    return ListNamespacesResponse(namespaces=names, next_page_token=next_token)
 
 
-def create_namespace(request: Request, body: Any) -> Response:
+def create_namespace(request: Request, body: CreateNamespaceRequest) -> CreateNamespaceResponse:
     svc = services(request)
-    data = require_object(body, "CreateNamespaceRequest")
-    name = namespace_from_json(data.get("namespace"))
-    properties = require_string_map(data.get("properties"), "properties")
+    name = NamespaceName(tuple(body.namespace))
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
-    ns = svc.catalog.create_namespace(context(request), warehouse_id, name, properties)
-    return json_response({"namespace": name.as_list(), "properties": ns.properties})
+    ns = svc.catalog.create_namespace(
+        context(request), warehouse_id, name, dict(body.properties or {})
+    )
+    return CreateNamespaceResponse(namespace=name.as_list(), properties=ns.properties)
 
 
-def load_namespace(request: Request, _body: Any) -> Response:
+def load_namespace(request: Request) -> GetNamespaceResponse | None:
     svc = services(request)
     name = namespace_param(request)
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
@@ -61,28 +55,20 @@ def load_namespace(request: Request, _body: Any) -> Response:
     if properties is None:
         raise NoSuchNamespaceError(f"Namespace does not exist: {name.dotted}")
     if request.method == "HEAD":
-        return no_content()
-    return json_response({"namespace": name.as_list(), "properties": properties})
+        return None
+    return GetNamespaceResponse(namespace=name.as_list(), properties=properties)
 
 
-def drop_namespace(request: Request, _body: Any) -> Response:
+def drop_namespace(request: Request, query: DropNamespaceQuery) -> None:
     """dropNamespace; with the extension `?recursive=true` (as Lakekeeper), everything inside
     is dropped first, each child with its own events."""
     svc = services(request)
     name = namespace_param(request)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
-    if _flag(request, "recursive"):
-        drop_recursively(svc, context(request), warehouse_id, name, purge=_flag(request, "purge"))
+    if query.recursive:
+        drop_recursively(svc, context(request), warehouse_id, name, purge=query.purge)
     else:
         svc.catalog.drop_namespace(context(request), warehouse_id, name)
-    return no_content()
-
-
-def _flag(request: Request, key: str) -> bool:
-    raw = (request.query_params.get(key) or "false").lower()
-    if raw not in ("true", "false"):
-        raise BadRequestError(f"{key} must be true or false")
-    return raw == "true"
 
 
 def drop_recursively(
@@ -137,15 +123,15 @@ def _tabulars(svc: Services, warehouse_id: str, ns: NamespaceName, kind: str) ->
     return names
 
 
-def update_properties(request: Request, body: Any) -> Response:
+def update_properties(
+    request: Request, body: UpdateNamespacePropertiesRequest
+) -> UpdateNamespacePropertiesResponse:
     svc = services(request)
-    name = namespace_param(request)
-    data = require_object(body, "UpdateNamespacePropertiesRequest")
-    updates = require_string_map(data.get("updates"), "updates")
-    removals = data.get("removals") or []
-    if not isinstance(removals, list) or not all(isinstance(k, str) for k in removals):
-        raise BadRequestError("removals must be an array of strings")
     updated, removed, missing = svc.catalog.update_namespace_properties(
-        context(request), svc.warehouse_for_prefix(prefix(request)), name, updates, removals
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        namespace_param(request),
+        dict(body.updates or {}),
+        list(body.removals or []),
     )
-    return json_response({"updated": updated, "removed": removed, "missing": missing})
+    return UpdateNamespacePropertiesResponse(updated=updated, removed=removed, missing=missing)

@@ -15,28 +15,12 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import Response
 
-from icelog.api.http import json_response, namespace_param, path_param, require_object
+from icelog.api.http import json_response, namespace_param, path_param
+from icelog.api.models.catalog import S3SignRequest
 from icelog.api.routes import prefix, services
 from icelog.commands.storage import access_for
 from icelog.commands.storage.signing import S3Target, check_allowed, parse_target, sign
-from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchTableError
-
-
-def _sign_request(body: Any) -> tuple[str, str, str, dict[str, list[str]], str | None]:
-    data = require_object(body, "S3SignRequest")
-    region, method, uri = data.get("region"), data.get("method"), data.get("uri")
-    headers = data.get("headers") or {}
-    payload = data.get("body")
-    if not isinstance(region, str) or not isinstance(method, str) or not isinstance(uri, str):
-        raise BadRequestError("S3SignRequest needs region, method and uri strings")
-    if not isinstance(headers, dict) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
-        for k, v in headers.items()
-    ):
-        raise BadRequestError("S3SignRequest.headers must map names to lists of strings")
-    if payload is not None and not isinstance(payload, str):
-        raise BadRequestError("S3SignRequest.body must be a string")
-    return region, method, uri, headers, payload
+from icelog.domain.errors import ForbiddenError, NoSuchTableError
 
 
 def _signing_profile(request: Request, warehouse_id: UUID) -> dict[str, Any]:
@@ -50,9 +34,10 @@ def _answer(
     request: Request,
     profile: dict[str, Any],
     table_location: Callable[[S3Target], str],
-    body: Any,
+    body: S3SignRequest,
 ) -> Response:
-    region, method, uri, headers, payload = _sign_request(body)
+    region, method, uri, payload = body.region, body.method, body.uri, body.body
+    headers = dict(body.headers)
     if region != profile["region"]:
         raise ForbiddenError(f"This warehouse's bucket is in {profile['region']}, not {region}")
     access = access_for(profile, services(request).catalog.secrets)
@@ -66,7 +51,7 @@ def _answer(
     return json_response(signed, headers={"Cache-Control": "no-cache"})
 
 
-def sign_table_request(request: Request, body: Any) -> Response:
+def sign_table_request(request: Request, body: S3SignRequest) -> Response:
     svc = services(request)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
     ns, name = namespace_param(request), path_param(request, "table")
@@ -78,7 +63,7 @@ def sign_table_request(request: Request, body: Any) -> Response:
     return _answer(request, profile, lambda _target: location, body)
 
 
-def sign_warehouse_request(request: Request, body: Any) -> Response:
+def sign_warehouse_request(request: Request, body: S3SignRequest) -> Response:
     svc = services(request)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
     profile = _signing_profile(request, warehouse_id)

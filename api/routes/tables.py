@@ -12,25 +12,39 @@ from starlette.responses import Response
 
 from icelog.api.http import (
     context,
-    json_response,
-    namespace_from_json,
     namespace_param,
     no_content,
-    page_params,
+    page_of,
     path_param,
     raw_json_response,
-    require_object,
+)
+from icelog.api.models.catalog import (
+    CommitTableRequest,
+    CommitTransactionRequest,
+    CreateTableRequest,
+    DropTableQuery,
+    ListTablesResponse,
+    LoadCredentialsResponse,
+    PageQuery,
+    RegisterTableRequest,
+    RenameTableRequest,
+    ReportMetricsRequest,
+    StorageCredential,
+    TableIdentifier,
 )
 from icelog.api.routes import prefix, services
 from icelog.api.storage_access import TableAccess
 from icelog.commands.catalog import TableState
 from icelog.domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
-from icelog.domain.identifiers import TabularName
-from icelog.domain.properties import require_string_map
+from icelog.domain.identifiers import NamespaceName, TabularName
 
 
 def _name(request: Request) -> TabularName:
     return TabularName(namespace_param(request), path_param(request, "table"))
+
+
+def tabular_name(identifier: TableIdentifier) -> TabularName:
+    return TabularName(NamespaceName(tuple(identifier.namespace)), identifier.name)
 
 
 def catalog_root(request: Request) -> str:
@@ -52,12 +66,22 @@ def table_access(
 
 def _load_result(
     request: Request, warehouse_id: UUID, name: TabularName, state: TableState
-) -> dict[str, Any]:
+) -> bytes:
+    """LoadTableResult: the document as rendered (the commands already hold its bytes when
+    they wrote the file), the storage configuration, the location."""
     access = table_access(request, warehouse_id, name, str(state.metadata["location"]))
-    result: dict[str, Any] = {"metadata": state.metadata, **access.response_fields()}
+    document = state.document if state.document is not None else orjson.dumps(state.metadata)
+    location = b""
     if state.metadata_location is not None:
-        result["metadata-location"] = state.metadata_location
-    return result
+        location = b'"metadata-location":' + orjson.dumps(state.metadata_location) + b","
+    return (
+        b"{"
+        + location
+        + b'"metadata":'
+        + document
+        + b","
+        + orjson.dumps(access.response_fields())[1:]
+    )
 
 
 def _etag(table_id: str, version: int, mode: str) -> str:
@@ -75,62 +99,44 @@ def _refs_only(metadata: dict[str, Any]) -> dict[str, Any]:
     return trimmed
 
 
-def list_tables(request: Request, _body: Any) -> Response:
-    return list_tabulars(request, "table")
+def list_tables(request: Request, query: PageQuery) -> ListTablesResponse:
+    return list_tabulars(request, "table", query)
 
 
-def list_tabulars(request: Request, kind: str) -> Response:
+def list_tabulars(request: Request, kind: str, query: PageQuery) -> ListTablesResponse:
     """listTables / listViews: the names of one kind in a namespace, paged when asked."""
     svc = services(request)
     ns = namespace_param(request)
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
     if not svc.queries.namespace_exists(warehouse_id, ns):
         raise NoSuchNamespaceError(f"Namespace does not exist: {ns.dotted}")
-    token, size = page_params(request)
+    token, size = page_of(query)
     names, next_token = svc.queries.list_tabulars(warehouse_id, ns, kind, token, size)
-    payload: dict[str, Any] = {
-        "identifiers": [{"namespace": ns.as_list(), "name": n} for n in names]
-    }
-    if next_token is not None:
-        payload["next-page-token"] = next_token
-    return json_response(payload)
+    return ListTablesResponse(
+        identifiers=[TableIdentifier(namespace=ns.as_list(), name=n) for n in names],
+        next_page_token=next_token,
+    )
 
 
-def create_table(request: Request, body: Any) -> Response:
+def create_table(request: Request, body: CreateTableRequest) -> bytes:
     svc = services(request)
-    ns = namespace_param(request)
-    data = require_object(body, "CreateTableRequest")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise BadRequestError("CreateTableRequest.name must be a non-empty string")
-    schema = data.get("schema")
-    if not isinstance(schema, dict):
-        raise BadRequestError("CreateTableRequest.schema must be an object")
-    spec = data.get("partition-spec")
-    order = data.get("write-order")
-    location = data.get("location")
-    if spec is not None and not isinstance(spec, dict):
-        raise BadRequestError("partition-spec must be an object")
-    if order is not None and not isinstance(order, dict):
-        raise BadRequestError("write-order must be an object")
-    if location is not None and not isinstance(location, str):
-        raise BadRequestError("location must be a string")
+    name = TabularName(namespace_param(request), body.name)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
     state = svc.catalog.create_table(
         context(request),
         warehouse_id,
-        TabularName(ns, name),
-        schema=schema,
-        partition_spec=spec,
-        sort_order=order,
-        location=location or None,
-        properties=require_string_map(data.get("properties"), "properties"),
-        stage=bool(data.get("stage-create", False)),
+        name,
+        schema=body.table_schema,
+        partition_spec=body.partition_spec,
+        sort_order=body.write_order,
+        location=body.location or None,
+        properties=dict(body.properties or {}),
+        stage=bool(body.stage_create),
     )
-    return json_response(_load_result(request, warehouse_id, TabularName(ns, name), state))
+    return _load_result(request, warehouse_id, name, state)
 
 
-async def load_table(request: Request, _body: Any) -> Response:
+async def load_table(request: Request) -> Response:
     svc = services(request)
     name = _name(request)
     wid = svc.warehouse_for_prefix(prefix(request))
@@ -140,9 +146,11 @@ async def load_table(request: Request, _body: Any) -> Response:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
     if request.method == "HEAD":
         return no_content()
+    # The query is read here rather than by a model: this is the hot path, and the one
+    # parameter's rule is `LoadTableQuery`'s (documented there).
     mode = request.query_params.get("snapshots") or "all"
     if mode not in ("all", "refs"):
-        raise BadRequestError("snapshots must be 'all' or 'refs'")
+        raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
     access = await _access_for_row(request, wid, name, row.id)
     # Vended credentials expire: such a response must not be answered with 304 later.
     etag = None if access.vended else _etag(row.id, row.version, mode)
@@ -185,141 +193,86 @@ async def _access_for_row(
     return await run_in_threadpool(build)
 
 
-def commit_table(request: Request, body: Any) -> Response:
+def commit_table(request: Request, body: CommitTableRequest) -> bytes:
     svc = services(request)
     name = _name(request)
-    data = require_object(body, "CommitTableRequest")
-    identifier = data.get("identifier")
-    if identifier is not None:
-        ident = require_object(identifier, "identifier")
-        if (
-            namespace_from_json(ident.get("namespace")) != name.namespace
-            or ident.get("name") != name.name
-        ):
-            raise BadRequestError("identifier in the body does not match the request path")
-    requirements = data.get("requirements") or []
-    updates = data.get("updates")
-    if updates is None:
-        updates = []
-    if not isinstance(requirements, list) or not all(isinstance(r, dict) for r in requirements):
-        raise BadRequestError("requirements must be an array of objects")
-    if not isinstance(updates, list) or not all(isinstance(u, dict) for u in updates):
-        raise BadRequestError("updates must be an array of objects")
+    if body.identifier is not None and tabular_name(body.identifier) != name:
+        raise BadRequestError("identifier in the body does not match the request path")
     state = svc.catalog.commit_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         name,
-        requirements,
-        updates,
+        list(body.requirements or []),
+        list(body.updates or []),
     )
-    if state.document is None:
-        return json_response(
-            {"metadata-location": state.metadata_location, "metadata": state.metadata}
-        )
     # The document as written to the metadata file: serialising it again cost as much as
     # the rest of the commit's Python work for a table with hundreds of snapshots.
-    return raw_json_response(
+    document = state.document if state.document is not None else orjson.dumps(state.metadata)
+    return (
         b'{"metadata-location":'
         + orjson.dumps(state.metadata_location)
         + b',"metadata":'
-        + state.document
+        + document
         + b"}"
     )
 
 
-def drop_table(request: Request, _body: Any) -> Response:
+def drop_table(request: Request, query: DropTableQuery) -> None:
     svc = services(request)
-    raw = (request.query_params.get("purgeRequested") or "false").lower()
-    if raw not in ("true", "false"):
-        raise BadRequestError("purgeRequested must be true or false")
     svc.catalog.drop_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         _name(request),
-        purge=raw == "true",
+        purge=query.purge_requested,
     )
-    return no_content()
 
 
-def register_table(request: Request, body: Any) -> Response:
+def register_table(request: Request, body: RegisterTableRequest) -> bytes:
     svc = services(request)
-    ns = namespace_param(request)
-    data = require_object(body, "RegisterTableRequest")
-    name = data.get("name")
-    location = data.get("metadata-location")
-    if not isinstance(name, str) or not name:
-        raise BadRequestError("RegisterTableRequest.name must be a non-empty string")
-    if not isinstance(location, str) or not location:
-        raise BadRequestError("RegisterTableRequest.metadata-location must be a string")
+    name = TabularName(namespace_param(request), body.name)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
     state = svc.catalog.register_table(
-        context(request),
-        warehouse_id,
-        TabularName(ns, name),
-        location,
-        overwrite=bool(data.get("overwrite", False)),
+        context(request), warehouse_id, name, body.metadata_location, overwrite=body.overwrite
     )
-    return json_response(_load_result(request, warehouse_id, TabularName(ns, name), state))
+    return _load_result(request, warehouse_id, name, state)
 
 
-def identifier_from_json(value: Any, field: str) -> TabularName:
-    data = require_object(value, field)
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise BadRequestError(f"{field}.name must be a non-empty string")
-    return TabularName(namespace_from_json(data.get("namespace"), f"{field}.namespace"), name)
-
-
-def rename_table(request: Request, body: Any) -> Response:
+def rename_table(request: Request, body: RenameTableRequest) -> None:
     svc = services(request)
-    data = require_object(body, "RenameTableRequest")
     svc.catalog.rename_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
-        identifier_from_json(data.get("source"), "source"),
-        identifier_from_json(data.get("destination"), "destination"),
+        tabular_name(body.source),
+        tabular_name(body.destination),
     )
-    return no_content()
 
 
-def report_metrics(request: Request, body: Any) -> Response:
+def report_metrics(request: Request, body: ReportMetricsRequest) -> None:
     """Accepted and not stored: metrics reports are telemetry, not catalog state."""
     svc = services(request)
     name = _name(request)
-    require_object(body, "ReportMetricsRequest")
     warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
     if svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table") is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-    return no_content()
 
 
-def commit_transaction(request: Request, body: Any) -> Response:
+def commit_transaction(request: Request, body: CommitTransactionRequest) -> None:
     """transactions/commit: atomic across tables (one append), 204 on success."""
     svc = services(request)
-    data = require_object(body, "CommitTransactionRequest")
-    table_changes = data.get("table-changes")
-    if not isinstance(table_changes, list) or not table_changes:
-        raise BadRequestError("table-changes must be a non-empty array")
-    changes = []
-    for change in table_changes:
-        entry = require_object(change, "table change")
-        if entry.get("identifier") is None:
-            raise BadRequestError("Every table change of a transaction needs an identifier")
-        name = identifier_from_json(entry["identifier"], "identifier")
-        requirements = entry.get("requirements") or []
-        updates = entry.get("updates") or []
-        if not isinstance(requirements, list) or not all(isinstance(r, dict) for r in requirements):
-            raise BadRequestError("requirements must be an array of objects")
-        if not isinstance(updates, list) or not all(isinstance(u, dict) for u in updates):
-            raise BadRequestError("updates must be an array of objects")
-        changes.append((name, requirements, updates))
+    changes = [
+        (
+            tabular_name(change.identifier),
+            list(change.requirements or []),
+            list(change.updates or []),
+        )
+        for change in body.table_changes
+    ]
     svc.catalog.commit_transaction(
         context(request), svc.warehouse_for_prefix(prefix(request)), changes
     )
-    return no_content()
 
 
-def load_credentials(request: Request, _body: Any) -> Response:
+def load_credentials(request: Request) -> LoadCredentialsResponse:
     """Fresh vended credentials for a table (Java calls this before the old ones expire).
     File warehouses, and S3 ones without STS, have none: an empty list."""
     svc = services(request)
@@ -331,5 +284,8 @@ def load_credentials(request: Request, _body: Any) -> Response:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
     profile = svc.access.profile(wid)
     if profile.get("type") != "s3" or not profile.get("sts-enabled"):
-        return json_response({"storage-credentials": []})
-    return json_response({"storage-credentials": svc.access.vend(profile, location)})
+        return LoadCredentialsResponse(storage_credentials=[])
+    vended = svc.access.vend(profile, location)
+    return LoadCredentialsResponse(
+        storage_credentials=[StorageCredential.model_validate(c) for c in vended]
+    )

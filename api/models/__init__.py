@@ -1,0 +1,1 @@
+"""Request and response bodies of the API (pydantic models; shapes only, meaning is domain/)."""
