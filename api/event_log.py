@@ -6,18 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.postgres import PostgresRecorder
+from eventsourcing.sqlite import SQLiteRecorder
 from starlette.requests import Request
-from starlette.responses import Response
 
-from icelog.api.http import json_response, parse_uuid
+from icelog.api.http import parse_uuid
+from icelog.api.models.audit import (
+    MAX_POSITION,
+    AsOfQuery,
+    CatalogAsOf,
+    EventPage,
+    EventsQuery,
+    PageQuery,
+)
 from icelog.api.publishing import LogAccess
 from icelog.api.routes.management import get_warehouse_row
 from icelog.api.services import Services
@@ -29,8 +36,6 @@ from icelog.publishers.cloud_events import event_data
 from icelog.publishers.context import ContextResolver
 from icelog.publishers.relay import LoggedEvent
 
-MAX_LIMIT = 1000
-
 
 class Indexer:
     """Follows the log into the event index and the catalog history, in order, one batch
@@ -38,7 +43,9 @@ class Indexer:
 
     def __init__(self, services: Services) -> None:
         self.log = LogAccess(services)
-        datastore = services.catalog.recorder.datastore  # type: ignore[attr-defined]
+        recorder = services.catalog.recorder
+        assert isinstance(recorder, SQLiteRecorder | PostgresRecorder)
+        datastore = recorder.datastore
         self.index = EventIndex(datastore)
         self.history = CatalogHistory(datastore)
         self.resolver = ContextResolver(self.log.load_at)
@@ -144,61 +151,7 @@ def _text(value: UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
-MAX_POSITION = 2**63 - 1
-
-
-def _int(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw or "")
-    except ValueError:
-        raise BadRequestError(f"{name} must be an integer") from None
-    if value < 0:
-        raise BadRequestError(f"{name} must not be negative")
-    if value > MAX_POSITION:  # the databases store 64-bit integers
-        raise BadRequestError(f"{name} must be at most {MAX_POSITION}")
-    return value
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _filter_text(request: Request, name: str) -> str | None:
-    """A text filter; 400 for control characters (no name, type or actor holds one, and
-    PostgreSQL text cannot hold NUL at all)."""
-    raw = request.query_params.get(name) or None
-    if raw is not None and _CONTROL.search(raw):
-        raise BadRequestError(f"{name} must not contain control characters")
-    return raw
-
-
-def _time(request: Request, name: str) -> int | None:
-    raw = _filter_text(request, name)
-    if not raw:
-        return None
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        raise BadRequestError(
-            f"{name} must be an ISO-8601 time, e.g. 2026-11-22T10:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1_000_000)
-
-
-def _uuid(raw: str | None, name: str) -> str | None:
-    """An optional id filter, normalised."""
-    return None if raw in (None, "") else str(parse_uuid(raw, name))
-
-
-def _limit(request: Request) -> int:
-    return min(_int(request, "limit", 100), MAX_LIMIT) or 100
-
-
-async def _page(request: Request, f: EventFilter, *, warehouse_id: str | None = None) -> Response:
+async def _page(request: Request, f: EventFilter, *, warehouse_id: str | None = None) -> EventPage:
     """One page of events; with `warehouse_id`, empty when they belong to another one."""
     indexer: Indexer = request.app.state.indexer
     # Catch up first: whoever just wrote sees their own events.
@@ -207,63 +160,53 @@ async def _page(request: Request, f: EventFilter, *, warehouse_id: str | None = 
     if warehouse_id is not None and found and found[0]["warehouse-id"] != warehouse_id:
         found = []
     next_after = found[-1]["position"] if len(found) == f.limit else None
-    return json_response({"events": found, "next-after": next_after})
+    return EventPage.model_validate({"events": found, "next-after": next_after})
 
 
-async def list_events(request: Request, _body: Any) -> Response:
-    q = request.query_params
+async def list_events(request: Request, query: EventsQuery) -> EventPage:
     f = EventFilter(
-        after=_int(request, "after", 0),
-        limit=_limit(request),
-        warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
-        namespace=_filter_text(request, "namespace"),
-        tabular_id=_uuid(q.get("tabular-id"), "tabular-id"),
-        aggregate_id=_uuid(q.get("aggregate-id"), "aggregate-id"),
-        type_prefix=_filter_text(request, "type"),
-        actor=_filter_text(request, "actor"),
-        since_us=_time(request, "since"),
-        until_us=_time(request, "until"),
+        after=query.after,
+        limit=query.page_size,
+        warehouse_id=_text(query.warehouse_id),
+        namespace=query.namespace,
+        tabular_id=_text(query.tabular_id),
+        aggregate_id=_text(query.aggregate_id),
+        type_prefix=query.type,
+        actor=query.actor,
+        since_us=query.since,
+        until_us=query.until,
     )
     return await _page(request, f)
 
 
-async def tabular_history(request: Request, _body: Any) -> Response:
+async def tabular_history(request: Request, query: PageQuery) -> EventPage:
     warehouse = await asyncio.to_thread(get_warehouse_row, request)
     kind = "table" if "table_id" in request.path_params else "view"
-    entity = _uuid(request.path_params[f"{kind}_id"], f"{kind} id")
+    entity = parse_uuid(request.path_params[f"{kind}_id"], f"{kind} id")
     # By aggregate alone (its own index); an id from another warehouse has no history here.
     f = EventFilter(
-        after=_int(request, "after", 0),
-        limit=_limit(request),
-        aggregate_id=entity,
+        after=query.after,
+        limit=query.page_size,
+        aggregate_id=str(entity),
         type_prefix=f"io.icelog.{kind}.",
     )
     return await _page(request, f, warehouse_id=str(warehouse["id"]))
 
 
-async def as_of(request: Request, _body: Any) -> Response:
+async def as_of(request: Request, query: AsOfQuery) -> CatalogAsOf:
     """`?position=N` or `?time=ISO-8601` (one of them), optionally `&warehouse-id=`,
     `&page-size=` (1 to 1000) and `&page-token=` (a previous page's `next-page-token`)."""
-    q = request.query_params
-    time_us = _time(request, "time")
-    if (q.get("position") in (None, "")) == (time_us is None):
+    if (query.position is None) == (query.time is None):
         raise BadRequestError("give exactly one of position or time")
     ask = AsOfRequest(
-        position=None if time_us is not None else _int(request, "position", 0),
-        time_us=time_us,
-        warehouse_id=_uuid(q.get("warehouse-id"), "warehouse-id"),
-        page_size=_page_size(request),
-        page_token=q.get("page-token") or None,
+        position=query.position,
+        time_us=query.time,
+        warehouse_id=_text(query.warehouse_id),
+        page_size=query.page_size,
+        page_token=query.page_token,
     )
     indexer: Indexer = request.app.state.indexer
-    return json_response(await asyncio.to_thread(indexer.catalog_page, ask))
-
-
-def _page_size(request: Request) -> int:
-    size = _int(request, "page-size", MAX_PAGE_SIZE)
-    if not 1 <= size <= MAX_PAGE_SIZE:
-        raise BadRequestError(f"page-size must be between 1 and {MAX_PAGE_SIZE}")
-    return size
+    return CatalogAsOf.model_validate(await asyncio.to_thread(indexer.catalog_page, ask))
 
 
 def make_indexer(app_state: Any, svc: Services) -> Indexer:

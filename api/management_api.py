@@ -1,55 +1,208 @@
 """The management API's operations (`/management/v1`), shaped like Lakekeeper's; its OpenAPI
-document is generated from them (api/openapi.py)."""
+document is generated from them (api/openapi.py `management_document`)."""
 
 from __future__ import annotations
 
-from icelog.api.edge import Operation, legacy
+from typing import Any
+
+from icelog.api.edge import Operation
 from icelog.api.event_log import as_of, list_events, tabular_history
-from icelog.api.routes import lifecycle, management
+from icelog.api.models import audit, lifecycle
+from icelog.api.models import management as m
+from icelog.api.routes import lifecycle as soft_delete
+from icelog.api.routes import management as mgmt
+
+PROJECT_HEADER: dict[str, Any] = {"$ref": "#/components/parameters/x-project-id"}
+_STORAGE_ERRORS = (400, 404, 500, 503)
+
+AS_OF = """Projects, warehouses, namespaces, tables and views as they were after the last event \
+at or before `position` (or `time`), read from the catalog history. A page holds at most \
+`page-size` namespaces, tables and views, in the order (warehouse id, namespace levels, kind, \
+name, id), nested under their warehouses and namespaces; a namespace that started on an earlier \
+page is repeated as a container with `"continued": true`. Every page lists all projects. Pass \
+`next-page-token` as `page-token` (with the same other parameters) for the next page; it is \
+null on the last. A page may hold fewer objects than `page-size` (it reads a bounded number of \
+rows) and still have a next one. Later pages answer as of the position of the first."""
+
+
+def _projects() -> list[Operation]:
+    """The project routes, for the project of `x-project-id` and by id in the path."""
+    found = []
+    for path, suffix, which, headers in (
+        ("/project", "", "the project of `x-project-id` (default: nil)", (PROJECT_HEADER,)),
+        ("/project/{project_id}", "ById", "the project in the path", ()),
+    ):
+        found += [
+            Operation(
+                "GET", path, mgmt.get_project, f"Get {which}", "project",
+                response=m.GetProjectResponse, errors=(400, 404), headers=headers,
+                operation_id=f"getProject{suffix}",
+            ),
+            Operation(
+                "DELETE", path, mgmt.delete_project,
+                f"Delete {which}; it must have no warehouses", "project",
+                errors=(400, 404, 409), headers=headers, operation_id=f"deleteProject{suffix}",
+            ),
+            Operation(
+                "POST", f"{path}/rename", mgmt.rename_project, "Rename a project", "project",
+                body=m.RenameProjectRequest, errors=(400, 404, 409), headers=headers,
+                operation_id=f"renameProject{suffix}",
+            ),
+        ]  # fmt: skip
+    return found
+
+
+def _protection() -> list[Operation]:
+    """GET and POST of each entity kind's protection (Lakekeeper's shape)."""
+    found = []
+    for kind in ("warehouse", "table", "view", "namespace"):
+        path = "/warehouse/{warehouse_id}" + (
+            "" if kind == "warehouse" else f"/{kind}/{{{kind}_id}}"
+        )
+        found += [
+            Operation(
+                "GET", f"{path}/protection", mgmt.get_protection,
+                f"Is the {kind} protected from being dropped?", "protection",
+                response=m.ProtectionResponse, errors=(400, 404),
+                operation_id=f"get{kind.capitalize()}Protection",
+            ),
+            Operation(
+                "POST", f"{path}/protection", mgmt.set_protection,
+                f"Protect the {kind} from being dropped, or remove the protection", "protection",
+                body=m.SetProtectionRequest, response=m.ProtectionResponse, errors=(400, 404),
+                operation_id=f"set{kind.capitalize()}Protection",
+            ),
+        ]  # fmt: skip
+    return found
+
+
+def _undrop(path: str, summary: str, operation_id: str, *, deprecated: bool = False) -> Operation:
+    return Operation(
+        "POST", path, soft_delete.undrop_tabulars, summary, "soft-delete",
+        body=lifecycle.UndropTabularsRequest, errors=(400, 404, 409),
+        operation_id=operation_id, deprecated=deprecated,
+    )  # fmt: skip
+
+
+def _history(kind: str) -> Operation:
+    return Operation(
+        "GET", f"/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history", tabular_history,
+        f"Every event of one {kind}, in order", "audit",
+        query=audit.PageQuery, response=audit.EventPage, errors=(400, 404),
+        operation_id=f"get{kind.capitalize()}History",
+    )  # fmt: skip
+
+
+WAREHOUSE = "/warehouse/{warehouse_id}"
 
 MANAGEMENT_OPERATIONS: list[Operation] = [
-    legacy("GET", "/info", management.info),
-    legacy("POST", "/bootstrap", management.bootstrap),
-    legacy("POST", "/project", management.create_project),
-    legacy("GET", "/project", management.get_project),
-    legacy("DELETE", "/project", management.delete_project),
-    legacy("POST", "/project/rename", management.rename_project),
-    legacy("GET", "/project-list", management.list_projects),
-    legacy("GET", "/project/{project_id}", management.get_project),
-    legacy("DELETE", "/project/{project_id}", management.delete_project),
-    legacy("POST", "/project/{project_id}/rename", management.rename_project),
-    legacy("POST", "/warehouse", management.create_warehouse),
-    legacy("GET", "/warehouse", management.list_warehouses),
-    legacy("GET", "/warehouse/{warehouse_id}", management.get_warehouse),
-    legacy("DELETE", "/warehouse/{warehouse_id}", management.delete_warehouse),
-    legacy("POST", "/warehouse/{warehouse_id}/rename", management.rename_warehouse),
-    legacy("POST", "/warehouse/{warehouse_id}/delete-profile", management.update_delete_profile),
-    legacy("POST", "/warehouse/{warehouse_id}/storage", management.update_storage),
-    legacy(
-        "POST", "/warehouse/{warehouse_id}/storage-credential", management.update_storage_credential
+    # -- server
+    Operation(
+        "GET", "/info", mgmt.info, "Server version, bootstrap state and backend", "server",
+        response=m.ServerInfo, errors=(), operation_id="getServerInfo",
     ),
-    legacy(
-        "DELETE",
-        "/warehouse/{warehouse_id}/namespace/{namespace_id}",
-        management.drop_namespace_by_id,
+    Operation(
+        "POST", "/bootstrap", mgmt.bootstrap, "Bootstrap the server (once)", "server",
+        body=m.BootstrapRequest, operation_id="bootstrap",
     ),
-    legacy("GET", "/warehouse/{warehouse_id}/deleted-tabulars", lifecycle.list_deleted_tabulars),
-    legacy("POST", "/warehouse/{warehouse_id}/deleted-tabulars/undrop", lifecycle.undrop_tabulars),
-    legacy("POST", "/warehouse/{warehouse_id}/deleted_tabulars/undrop", lifecycle.undrop_tabulars),
-    legacy("POST", "/warehouse/{warehouse_id}/task/list", lifecycle.list_tasks),
-    legacy("GET", "/warehouse/{warehouse_id}/task/by-id/{task_id}", lifecycle.get_task),
-    legacy("GET", "/events", list_events),
-    legacy("GET", "/as-of", as_of),
-    legacy("GET", "/warehouse/{warehouse_id}/table/{table_id}/history", tabular_history),
-    legacy("GET", "/warehouse/{warehouse_id}/view/{view_id}/history", tabular_history),
-    legacy("GET", "/warehouse/{warehouse_id}/protection", management.get_protection),
-    legacy("POST", "/warehouse/{warehouse_id}/protection", management.set_protection),
-    *(
-        legacy(method, f"/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/protection", handler)
-        for kind in ("table", "view", "namespace")
-        for method, handler in (
-            ("GET", management.get_protection),
-            ("POST", management.set_protection),
-        )
+    # -- projects
+    Operation(
+        "POST", "/project", mgmt.create_project, "Create a project", "project",
+        body=m.CreateProjectRequest, response=m.CreateProjectResponse, errors=(400, 409),
+        operation_id="createProject",
     ),
-]
+    Operation(
+        "GET", "/project-list", mgmt.list_projects, "List every project", "project",
+        response=m.ListProjectsResponse, errors=(), operation_id="listProjects",
+    ),
+    *_projects(),
+    # -- warehouses
+    Operation(
+        "POST", "/warehouse", mgmt.create_warehouse, "Create a warehouse", "warehouse",
+        body=m.CreateWarehouseRequest, response=m.CreateWarehouseResponse,
+        errors=(400, 404, 409, 503), headers=(PROJECT_HEADER,), operation_id="createWarehouse",
+    ),
+    Operation(
+        "GET", "/warehouse", mgmt.list_warehouses,
+        "List the warehouses of the project of `x-project-id`", "warehouse",
+        response=m.ListWarehousesResponse, headers=(PROJECT_HEADER,),
+        operation_id="listWarehouses",
+    ),
+    Operation(
+        "GET", WAREHOUSE, mgmt.get_warehouse, "Get a warehouse", "warehouse",
+        response=m.GetWarehouseResponse, errors=(400, 404), operation_id="getWarehouse",
+    ),
+    Operation(
+        "DELETE", WAREHOUSE, mgmt.delete_warehouse,
+        "Delete a warehouse; it must have no namespaces", "warehouse",
+        errors=(400, 404, 409), operation_id="deleteWarehouse",
+    ),
+    Operation(
+        "POST", f"{WAREHOUSE}/rename", mgmt.rename_warehouse, "Rename a warehouse", "warehouse",
+        body=m.RenameWarehouseRequest, errors=(400, 404, 409), operation_id="renameWarehouse",
+    ),
+    Operation(
+        "POST", f"{WAREHOUSE}/storage", mgmt.update_storage,
+        "New storage settings for the same storage location (same type and base-location), "
+        "optionally with a new credential", "warehouse",
+        body=m.UpdateWarehouseStorageRequest, errors=_STORAGE_ERRORS,
+        operation_id="updateStorageProfile",
+    ),
+    Operation(
+        "POST", f"{WAREHOUSE}/storage-credential", mgmt.update_storage_credential,
+        "A new credential for the warehouse's storage (key rotation)", "warehouse",
+        body=m.UpdateWarehouseCredentialRequest, errors=_STORAGE_ERRORS,
+        operation_id="updateStorageCredential",
+    ),
+    Operation(
+        "POST", f"{WAREHOUSE}/delete-profile", mgmt.update_delete_profile,
+        "Change the warehouse's delete profile (hard or soft)", "warehouse",
+        body=m.UpdateWarehouseDeleteProfileRequest, errors=(400, 404),
+        operation_id="updateDeleteProfile",
+    ),
+    Operation(
+        "DELETE", f"{WAREHOUSE}/namespace/{{namespace_id}}", mgmt.drop_namespace_by_id,
+        "Drop a namespace by id; `recursive=true` drops everything inside", "warehouse",
+        query=m.DropNamespaceQuery, errors=(400, 404, 409), operation_id="dropNamespaceById",
+    ),
+    *_protection(),
+    # -- soft delete and tasks
+    Operation(
+        "GET", f"{WAREHOUSE}/deleted-tabulars", soft_delete.list_deleted_tabulars,
+        "Soft-deleted tables and views, oldest drop first", "soft-delete",
+        query=lifecycle.DeletedTabularsQuery, response=lifecycle.ListDeletedTabularsResponse,
+        errors=(400, 404), operation_id="listDeletedTabulars",
+    ),
+    _undrop(
+        f"{WAREHOUSE}/deleted-tabulars/undrop",
+        "Restore soft-deleted tables and views (all or none)", "undropTabulars",
+    ),
+    _undrop(
+        f"{WAREHOUSE}/deleted_tabulars/undrop",
+        "Deprecated spelling of deleted-tabulars/undrop (Lakekeeper)", "undropTabularsDeprecated",
+        deprecated=True,
+    ),
+    Operation(
+        "POST", f"{WAREHOUSE}/task/list", soft_delete.list_tasks,
+        "Tasks of the warehouse (expirations and purges), with their state", "tasks",
+        body=lifecycle.ListTasksRequest, body_required=False, response=lifecycle.ListTasksResponse,
+        errors=(400, 404), operation_id="listTasks",
+    ),
+    Operation(
+        "GET", f"{WAREHOUSE}/task/by-id/{{task_id}}", soft_delete.get_task, "One task", "tasks",
+        response=lifecycle.Task, errors=(400, 404), operation_id="getTask",
+    ),
+    # -- audit
+    Operation(
+        "GET", "/events", list_events, "The event log, paged by position, with filters", "audit",
+        query=audit.EventsQuery, response=audit.EventPage, operation_id="listEvents",
+    ),
+    Operation(
+        "GET", "/as-of", as_of,
+        "The catalog as of a log position or a time, one page at a time", "audit",
+        query=audit.AsOfQuery, response=audit.CatalogAsOf, description=AS_OF,
+        operation_id="getCatalogAsOf",
+    ),
+    _history("table"),
+    _history("view"),
+]  # fmt: skip

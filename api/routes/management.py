@@ -7,9 +7,29 @@ from typing import Any
 from uuid import UUID
 
 from starlette.requests import Request
-from starlette.responses import Response
 
-from icelog.api.http import context, json_response, no_content, parse_uuid, require_object
+from icelog.api.http import context, parse_uuid
+from icelog.api.models.management import (
+    BootstrapRequest,
+    CreateProjectRequest,
+    CreateProjectResponse,
+    CreateWarehouseRequest,
+    CreateWarehouseResponse,
+    DropNamespaceQuery,
+    GetProjectResponse,
+    GetWarehouseResponse,
+    ListProjectsResponse,
+    ListWarehousesResponse,
+    ProtectionResponse,
+    RenameProjectRequest,
+    RenameWarehouseRequest,
+    ServerInfo,
+    SetProtectionRequest,
+    UpdateWarehouseCredentialRequest,
+    UpdateWarehouseDeleteProfileRequest,
+    UpdateWarehouseStorageRequest,
+    as_dict,
+)
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
 from icelog.api.routes.namespaces import drop_recursively
@@ -28,127 +48,105 @@ def _version() -> str:
         return "0.0.0"
 
 
-def _project_from(request: Request, body: dict[str, Any] | None = None) -> UUID:
+def _project_from(request: Request, requested: UUID | None = None) -> UUID:
+    """The project of the path, else the one the body names, else `x-project-id`."""
     explicit = request.path_params.get("project_id")
     if explicit is not None:
         return parse_uuid(explicit, "project id")
-    if body and body.get("project-id"):
-        return parse_uuid(body["project-id"], "project-id")
-    return UUID(project_id(request))
+    return requested or UUID(project_id(request))
 
 
-def info(request: Request, _body: Any) -> Response:
+def info(request: Request) -> ServerInfo:
     svc = services(request)
-    return json_response(
-        {
-            "version": _version(),
-            "bootstrapped": svc.catalog.is_bootstrapped(),
-            "server-id": str(SERVER_ID),
-            "default-project-id": str(NIL_UUID),
-            "authz-backend": "allow-all",
-            "aws-system-identities-enabled": False,
-            "azure-system-identities-enabled": False,
-            "gcp-system-identities-enabled": False,
-            "queues": [],
-            "backend": svc.settings.backend,
-        }
+    return ServerInfo(
+        version=_version(),
+        bootstrapped=svc.catalog.is_bootstrapped(),
+        server_id=SERVER_ID,
+        default_project_id=NIL_UUID,
+        authz_backend="allow-all",
+        aws_system_identities_enabled=False,
+        azure_system_identities_enabled=False,
+        gcp_system_identities_enabled=False,
+        queues=[],
+        backend=svc.settings.backend,
     )
 
 
-def bootstrap(request: Request, body: Any) -> Response:
-    data = require_object(body, "BootstrapRequest")
-    if data.get("accept-terms-of-use") is not True:
+def bootstrap(request: Request, body: BootstrapRequest) -> None:
+    if not body.accept_terms_of_use:
         raise BadRequestError("accept-terms-of-use must be true")
-    is_operator = data.get("is-operator", False)
-    if not isinstance(is_operator, bool):
-        raise BadRequestError("is-operator must be a boolean")
-    if not services(request).catalog.bootstrap(context(request), is_operator=is_operator):
+    if not services(request).catalog.bootstrap(context(request), is_operator=body.is_operator):
         raise AlreadyBootstrappedError("Catalog already bootstrapped")
-    return no_content()
 
 
 # -- projects --------------------------------------------------------------------------------
-def create_project(request: Request, body: Any) -> Response:
-    data = require_object(body, "CreateProjectRequest")
-    requested = data.get("project-id")
+def create_project(request: Request, body: CreateProjectRequest) -> CreateProjectResponse:
     pid = services(request).catalog.create_project(
-        context(request),
-        data.get("project-name"),  # type: ignore[arg-type]  # validated by the command
-        parse_uuid(requested, "project-id") if requested else None,
+        context(request), body.project_name, body.project_id
     )
-    return json_response({"project-id": str(pid)})
+    return CreateProjectResponse(project_id=pid)
 
 
-def list_projects(request: Request, _body: Any) -> Response:
-    return json_response({"projects": services(request).queries.projects()})
+def list_projects(request: Request) -> ListProjectsResponse:
+    return ListProjectsResponse.model_validate({"projects": services(request).queries.projects()})
 
 
-def get_project(request: Request, _body: Any) -> Response:
+def get_project(request: Request) -> GetProjectResponse:
     pid = _project_from(request)
     found = services(request).queries.project(str(pid))
     if found is None:
         raise NoSuchProjectError(f"Project does not exist: {pid}")
-    return json_response(found)
+    return GetProjectResponse.model_validate(found)
 
 
-def rename_project(request: Request, body: Any) -> Response:
-    data = require_object(body, "RenameProjectRequest")
+def rename_project(request: Request, body: RenameProjectRequest) -> None:
     services(request).catalog.rename_project(
-        context(request),
-        _project_from(request),
-        data.get("new-name"),  # type: ignore[arg-type]
+        context(request), _project_from(request), body.new_name
     )
-    return no_content()
 
 
-def delete_project(request: Request, _body: Any) -> Response:
+def delete_project(request: Request) -> None:
     services(request).catalog.delete_project(context(request), _project_from(request))
-    return no_content()
 
 
 # -- warehouses ------------------------------------------------------------------------------
-def create_warehouse(request: Request, body: Any) -> Response:
-    data = require_object(body, "CreateWarehouseRequest")
+def create_warehouse(request: Request, body: CreateWarehouseRequest) -> CreateWarehouseResponse:
     svc = services(request)
     warehouse_id = svc.catalog.create_warehouse(
         context(request),
-        project_id=_project_from(request, data),
-        name=data.get("warehouse-name"),  # type: ignore[arg-type]  # validated by the command
-        storage_profile=data.get("storage-profile"),
-        storage_credential=data.get("storage-credential"),
-        delete_profile=data.get("delete-profile"),
+        project_id=_project_from(request, body.project_id),
+        name=body.warehouse_name,
+        storage_profile=as_dict(body.storage_profile),
+        storage_credential=as_dict(body.storage_credential),
+        delete_profile=as_dict(body.delete_profile),
         check_access=not svc.settings.skip_storage_validation,
     )
-    return json_response({"warehouse-id": str(warehouse_id)})
+    return CreateWarehouseResponse(warehouse_id=warehouse_id)
 
 
-def update_storage(request: Request, body: Any) -> Response:
+def update_storage(request: Request, body: UpdateWarehouseStorageRequest) -> None:
     """Lakekeeper's update-storage-profile: new settings for the same location, optionally
     with a new credential (the current one is kept otherwise)."""
-    data = require_object(body, "UpdateWarehouseStorageRequest")
     warehouse = get_warehouse_row(request)
     svc = services(request)
     svc.catalog.update_storage(
         context(request),
         UUID(warehouse["id"]),
-        storage_profile=data.get("storage-profile"),
-        storage_credential=data.get("storage-credential"),
+        storage_profile=as_dict(body.storage_profile),
+        storage_credential=as_dict(body.storage_credential),
         check_access=not svc.settings.skip_storage_validation,
     )
-    return no_content()
 
 
-def update_storage_credential(request: Request, body: Any) -> Response:
-    data = require_object(body, "UpdateWarehouseCredentialRequest")
+def update_storage_credential(request: Request, body: UpdateWarehouseCredentialRequest) -> None:
     warehouse = get_warehouse_row(request)
     svc = services(request)
     svc.catalog.update_storage_credential(
         context(request),
         UUID(warehouse["id"]),
-        data.get("new-storage-credential"),
+        as_dict(body.new_storage_credential),
         check_access=not svc.settings.skip_storage_validation,
     )
-    return no_content()
 
 
 def get_warehouse_row(request: Request) -> dict[str, Any]:
@@ -160,47 +158,38 @@ def get_warehouse_row(request: Request) -> dict[str, Any]:
     return found
 
 
-def list_warehouses(request: Request, _body: Any) -> Response:
+def list_warehouses(request: Request) -> ListWarehousesResponse:
     warehouses = services(request).queries.warehouses(str(_project_from(request)))
-    return json_response({"warehouses": [_public(w) for w in warehouses]})
+    return ListWarehousesResponse.model_validate(
+        {"warehouses": [{**w, "protected": False} for w in warehouses]}
+    )
 
 
-def _public(warehouse: dict[str, Any], protected: bool = False) -> dict[str, Any]:
-    return {**warehouse, "protected": protected}
-
-
-def get_warehouse(request: Request, _body: Any) -> Response:
+def get_warehouse(request: Request) -> GetWarehouseResponse:
     warehouse = get_warehouse_row(request)
     catalog = services(request).catalog
     protected, _ = catalog.protection(UUID(warehouse["id"]), "warehouse", UUID(warehouse["id"]))
-    return json_response(_public(warehouse, protected))
+    return GetWarehouseResponse.model_validate({**warehouse, "protected": protected})
 
 
-def rename_warehouse(request: Request, body: Any) -> Response:
-    data = require_object(body, "RenameWarehouseRequest")
+def rename_warehouse(request: Request, body: RenameWarehouseRequest) -> None:
     warehouse = get_warehouse_row(request)
     services(request).catalog.rename_warehouse(
-        context(request),
-        UUID(warehouse["id"]),
-        data.get("new-name"),  # type: ignore[arg-type]
+        context(request), UUID(warehouse["id"]), body.new_name
     )
-    return no_content()
 
 
-def delete_warehouse(request: Request, _body: Any) -> Response:
+def delete_warehouse(request: Request) -> None:
     warehouse = get_warehouse_row(request)
     services(request).catalog.delete_warehouse(context(request), UUID(warehouse["id"]))
-    return no_content()
 
 
 # -- delete profile and protection -------------------------------------------------------------
-def update_delete_profile(request: Request, body: Any) -> Response:
-    data = require_object(body, "UpdateWarehouseDeleteProfileRequest")
+def update_delete_profile(request: Request, body: UpdateWarehouseDeleteProfileRequest) -> None:
     warehouse = get_warehouse_row(request)
     services(request).catalog.change_delete_profile(
-        context(request), UUID(warehouse["id"]), data.get("delete-profile")
+        context(request), UUID(warehouse["id"]), as_dict(body.delete_profile)
     )
-    return no_content()
 
 
 def _protection_target(request: Request) -> tuple[UUID, str, UUID]:
@@ -212,34 +201,27 @@ def _protection_target(request: Request) -> tuple[UUID, str, UUID]:
     return warehouse_id, "warehouse", warehouse_id
 
 
-def get_protection(request: Request, _body: Any) -> Response:
+def get_protection(request: Request) -> ProtectionResponse:
     warehouse_id, kind, entity_id = _protection_target(request)
     protected, updated_at = services(request).catalog.protection(warehouse_id, kind, entity_id)
-    return json_response({"protected": protected, "updated-at": updated_at.isoformat()})
+    return ProtectionResponse(protected=protected, updated_at=updated_at.isoformat())
 
 
-def set_protection(request: Request, body: Any) -> Response:
-    data = require_object(body, "SetProtectionRequest")
-    protected = data.get("protected")
-    if not isinstance(protected, bool):
-        raise BadRequestError("protected must be true or false")
+def set_protection(request: Request, body: SetProtectionRequest) -> ProtectionResponse:
     warehouse_id, kind, entity_id = _protection_target(request)
     result, updated_at = services(request).catalog.set_protection(
-        context(request), warehouse_id, kind, entity_id, protected
+        context(request), warehouse_id, kind, entity_id, body.protected
     )
-    return json_response({"protected": result, "updated-at": updated_at.isoformat()})
+    return ProtectionResponse(protected=result, updated_at=updated_at.isoformat())
 
 
-def drop_namespace_by_id(request: Request, _body: Any) -> Response:
+def drop_namespace_by_id(request: Request, query: DropNamespaceQuery) -> None:
     """Cascade drop by id (`?recursive=true` drops everything inside first)."""
     svc = services(request)
     warehouse_id = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
     ns_id = parse_uuid(request.path_params["namespace_id"], "namespace id")
     name = svc.catalog.namespace_name(warehouse_id, ns_id)
-    recursive = (request.query_params.get("recursive") or "false").lower() == "true"
-    purge = (request.query_params.get("purge") or "false").lower() == "true"
-    if recursive:
-        drop_recursively(svc, context(request), warehouse_id, name, purge=purge)
+    if query.recursive:
+        drop_recursively(svc, context(request), warehouse_id, name, purge=query.purge)
     else:
         svc.catalog.drop_namespace(context(request), warehouse_id, name)
-    return no_content()

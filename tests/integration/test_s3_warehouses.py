@@ -227,7 +227,8 @@ def test_validation_names_the_step_and_never_the_secret(api: Api, s3: S3) -> Non
         ({"flavor": "gcs"}, "flavor"),
         ({"sts-token-validity-seconds": 10}, "sts-token-validity-seconds"),
         ({"endpoint": "ftp://x"}, "endpoint"),
-        ({"storage-layout": "full-hierarchy"}, "unsupported field"),
+        # Lakekeeper fields icelog does not act on are refused, not silently ignored.
+        ({"storage-layout": "full-hierarchy"}, "storage-layout: Extra inputs are not permitted"),
         ({"key-prefix": "a/../b"}, "key-prefix"),
         ({"sts-enabled": True, "flavor": "aws"}, "sts-role-arn"),
     ],
@@ -245,7 +246,7 @@ def test_bad_credentials_are_refused(api: Api) -> None:
     body = profile(S3("http://127.0.0.1:9", "k", "s"), "lake")
     for bad, expected in [
         (None, "storage-credential"),
-        ({"type": "s3", "credential-type": "aws-system-identity"}, "not supported"),
+        ({"type": "s3", "credential-type": "aws-system-identity"}, "credential-type"),
         ({"type": "s3", "access-key-id": "k"}, "secret-access-key"),
         ({"type": "az", "access-key-id": "k", "secret-access-key": "s"}, "type"),
     ]:
