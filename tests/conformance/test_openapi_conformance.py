@@ -62,6 +62,13 @@ KNOWN_BUGS = [
         "404 NoSuchNamespaceException, which the Java client's namespace error handler turns "
         "into the right exception; the spec documents no 404 for createNamespace",
     ),
+    KnownBug(
+        "GET /v1/config",
+        "status_code_conformance",
+        404,
+        "deliberate deviation: an unknown `warehouse` answers 404 NoSuchWarehouseException, "
+        "as Lakekeeper does; the spec documents no 404 for getConfig",
+    ),
     *(
         KnownBug(
             op,

@@ -14,6 +14,7 @@ from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from tests.support import postgres
+from tests.support.api_contract import check_response
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -81,6 +82,7 @@ def _api(backend: str, tmp_path: Path) -> Iterator[Api]:
         settings = make_settings(tmp_path, database_url)
         services = Services.build(settings)
         with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+            client.event_hooks["response"].append(check_response)
             config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
             yield Api(
                 client,
