@@ -72,6 +72,10 @@ class NoSuchProjectError(NotFoundError):
     error_type = "NoSuchProjectException"
 
 
+class NoSuchUserError(NotFoundError):
+    error_type = "NoSuchUserException"
+
+
 class UnsupportedOperationError(CatalogError):
     status = 406
     error_type = "UnsupportedOperationException"

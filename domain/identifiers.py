@@ -93,6 +93,12 @@ def warehouse_claim_id(project_id: UUID, name: str) -> UUID:
 SERVER_ID = uuid5(ICELOG_NAMESPACE, "server")
 
 
+def user_aggregate_id(user_id: str) -> UUID:
+    """One stream per user id (`oidc~<subject>`): a first call that provisions the user twice
+    at once appends the same (id, version) twice, and the store keeps one."""
+    return uuid5(ICELOG_NAMESPACE, f"user:{user_id}")
+
+
 PROPERTIES_HINT_PREFIX = "namespace-properties:"
 
 

@@ -22,6 +22,7 @@ from icelog.domain.namespace import Namespace
 from icelog.domain.project import Project
 from icelog.domain.table import Table
 from icelog.domain.task import Task
+from icelog.domain.user import User
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
 from icelog.projections.schema import TABULAR_COLUMNS
@@ -91,6 +92,40 @@ class CatalogView:
             self._project(cur, event)
         elif isinstance(event, Task.Event):
             self._task(cur, event)
+        elif isinstance(event, User.Event):
+            self._user(cur, event)
+
+    def _user(self, cur: Cursor, event: User.Event) -> None:
+        stamp = event.timestamp.isoformat()
+        if isinstance(event, User.Provisioned):
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_users (id, name, email, user_type, last_updated_with, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (event.user_id, event.name, event.email, event.user_type, event.how, stamp),
+            )
+            return
+        user_id = event.user_id
+        if isinstance(event, User.Updated):
+            # An update after a delete brings the user back (the row went with the delete).
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_users SET name = ?, email = ?, user_type = ?, "
+                "last_updated_with = ?, updated_at = ? WHERE id = ?",
+                (event.name, event.email, event.user_type, event.how, stamp, user_id),
+            )
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_users (id, name, email, user_type, last_updated_with, "
+                "created_at, updated_at) SELECT ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS "
+                "(SELECT 1 FROM {p}icelog_users WHERE id = ?)",
+                (
+                    user_id, event.name, event.email, event.user_type, event.how, stamp, stamp,
+                    user_id,
+                ),
+            )  # fmt: skip
+        elif isinstance(event, User.Deleted):
+            self._exec(cur, "DELETE FROM {p}icelog_users WHERE id = ?", (user_id,))
 
     # -- projects and warehouses -------------------------------------------------------------
     def _project(self, cur: Cursor, event: Project.Event) -> None:

@@ -43,6 +43,7 @@ from icelog.projections import (
     catalog_history,
     event_index,
     publisher_positions,
+    schema,
     secrets,
 )
 from icelog.projections.sql import Datastore, is_lock_timeout, write_transaction
@@ -167,6 +168,7 @@ STEPS: tuple[Step, ...] = (
     Step(7, "task outcomes in the task queue", _task_results),
     Step(8, "grace period for replaced storage credentials", _retire_column),
     Step(9, "catalog history (as-of)", _statements(catalog_history.schema)),
+    Step(10, "users", _statements(lambda _d: schema.users_statements())),
 )
 LATEST = STEPS[-1].version
 

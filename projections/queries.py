@@ -98,6 +98,41 @@ class CatalogQueries:
         "FROM icelog_warehouses"
     )
 
+    # -- users -------------------------------------------------------------------------------
+    _USER_COLUMNS = "id, name, email, user_type, last_updated_with, created_at, updated_at"
+
+    @staticmethod
+    def _user(r: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            "id": r[0], "name": r[1], "email": r[2], "user-type": r[3],
+            "last-updated-with": r[4], "created-at": r[5], "updated-at": r[6],
+        }  # fmt: skip
+
+    def user(self, user_id: str) -> dict[str, Any] | None:
+        r = self.row(f"SELECT {self._USER_COLUMNS} FROM icelog_users WHERE id = ?", (user_id,))
+        return None if r is None else self._user(r)
+
+    def users(
+        self, *, name: str | None, ids: list[str] | None, after: tuple[str, str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """Users by name, then id; `name`: a case-insensitive substring of name or e-mail."""
+        where, params = [], []
+        if name:
+            where.append("(LOWER(name) LIKE ? OR LOWER(COALESCE(email, '')) LIKE ?)")
+            pattern = "%" + name.lower().replace("\\", "").replace("%", "").replace("_", "") + "%"
+            params += [pattern, pattern]
+        if ids:
+            where.append(f"id IN ({', '.join('?' for _ in ids)})")
+            params += ids
+        if after is not None:
+            where.append("(name > ? OR (name = ? AND id > ?))")
+            params += [after[0], after[0], after[1]]
+        sql = f"SELECT {self._USER_COLUMNS} FROM icelog_users"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY name, id LIMIT ?"
+        return [self._user(r) for r in self.rows(sql, (*params, limit))]
+
     @staticmethod
     def _warehouse(r: tuple[Any, ...]) -> dict[str, Any]:
         return {

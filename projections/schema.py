@@ -17,6 +17,7 @@ READ_MODEL_TABLES = (
     "icelog_tabulars",
     "icelog_deleted_tabulars",
     "icelog_tasks",
+    "icelog_users",
 )
 
 # Columns shared by live and soft-deleted tabulars (a soft drop moves the row across).
@@ -78,8 +79,19 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_due ON {p}icelog_tasks (status, due_at_ms)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_by_warehouse "
         f"ON {p}icelog_tasks (warehouse_id, status)",
+        *users_statements(p),
         *_lease_table(dialect, p),
         *_postgres_tuning(dialect, p),
+    ]
+
+
+def users_statements(p: str = "") -> list[str]:
+    """Users of the identity providers (`oidc~<subject>`), as their events last left them."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_users ("
+        "id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT, user_type TEXT NOT NULL, "
+        "last_updated_with TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_users_by_name ON {p}icelog_users (name, id)",
     ]
 
 

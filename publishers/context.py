@@ -19,6 +19,7 @@ from icelog.domain.namespace import Namespace
 from icelog.domain.project import Project
 from icelog.domain.table import Table
 from icelog.domain.task import Task
+from icelog.domain.user import User
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
 from icelog.publishers.cloud_events import EventContext
@@ -112,6 +113,8 @@ class ContextResolver:
                 if isinstance(loaded, Task):
                     warehouse_id, entity = loaded.warehouse_id, loaded.entity_id
             return EventContext(warehouse_id=warehouse_id, tabular_id=entity, subject=str(agg_id))
+        if isinstance(event, User.Event):
+            return EventContext(subject=event.user_id)
         if isinstance(event, NameClaim.Event):
             return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
         return EventContext(subject=str(agg_id))

@@ -470,6 +470,13 @@ def run_scenario(cat: Catalog) -> None:
     cat.mgmt("POST", f"/project/{project}/rename", {"new-name": "marketing-archive"})
     cat.mgmt("DELETE", f"/project/{project}")
 
+    # Users: recorded ahead of their first call, renamed, deleted (with a provider, the
+    # first authenticated call provisions the caller the same way).
+    user = {"id": "oidc~7f3c2a", "name": "Ana Ruiz", "email": "ana@example.com"}
+    cat.mgmt("POST", "/user", {**user, "user-type": "human"})
+    cat.mgmt("PUT", "/user/oidc~7f3c2a", {"name": "Ana Ruiz Díaz", "user-type": "human"})
+    cat.mgmt("DELETE", "/user/oidc~7f3c2a")
+
     # Back to hard drops; the namespace `scratch` unprotected and dropped.
     cat.mgmt("POST", f"/warehouse/{wh}/delete-profile", {"delete-profile": {"type": "hard"}})
     cat.protect("namespace", cat.namespace_id("scratch"), False)
@@ -605,6 +612,12 @@ AGGREGATES: dict[str, tuple[str, str]] = {
         "dropped table's files. Tasks run in `icelog serve` (ICELOG_TASK_WORKERS) or "
         "`icelog tasks run`. `subject` is the task id, `tabularid` the table or view it works "
         "on, `actor` `system:task-worker` for what workers append.",
+    ),
+    "user": (
+        "Users",
+        "One stream per user of an identity provider; the id is derived from the user id "
+        "(`oidc~<subject>`), which is also `subject`. They hold the name and e-mail the "
+        "provider's tokens gave (personal data: see docs/auth.md).",
     ),
     "audit": (
         "Audit chain heads",
@@ -888,6 +901,20 @@ WHEN: dict[str, str] = {
         "The catalog was bootstrapped: once per database, at the first start of "
         "`icelog serve` (actor `system`), or by `POST /management/v1/bootstrap`."
     ),
+    "icelog.user.provisioned.v1": (
+        "A user of an identity provider was recorded: by their first authenticated call "
+        "(`how`: `config-call-creation`, actor the user) or by `POST /management/v1/user` "
+        "(`create-endpoint`)."
+    ),
+    "icelog.user.updated.v1": (
+        "A user's name, e-mail or type changed: a later token said otherwise "
+        "(`config-call-creation`), or `PUT /management/v1/user/{id}` (`update-endpoint`). "
+        "Also brings back a deleted user."
+    ),
+    "icelog.user.deleted.v1": (
+        "`DELETE /management/v1/user/{id}`; the user's next authenticated call provisions "
+        "them again."
+    ),
     "icelog.storage-roots.started.v1": (
         "The registry of warehouse roots began, with the first warehouse created after it "
         "existed; it holds the roots of the warehouses that were already there."
@@ -1130,6 +1157,22 @@ FIELDS: dict[str, dict[str, str]] = {
     "icelog.server.bootstrapped.v1": {
         "is-operator": "Whether the bootstrapping user asked to be the operator.",
     },
+    "icelog.user.provisioned.v1": {
+        "user-id": "`oidc~<subject>`: the provider's subject (`oid`, `sub`, or "
+        "ICELOG_OPENID_SUBJECT_CLAIM).",
+        "name": "Display name from the token (`name`, given and family name, ...).",
+        "email": "E-mail from the token (`email`, or `upn` / `preferred_username` with an @).",
+        "user-type": "`human` or `application`.",
+        "how": "Lakekeeper's `last-updated-with`: `config-call-creation` or `create-endpoint`.",
+    },
+    "icelog.user.updated.v1": {
+        "user-id": "`oidc~<subject>`.",
+        "name": "The new display name.",
+        "email": "The new e-mail (null: none).",
+        "user-type": "`human` or `application`.",
+        "how": "`config-call-creation` or `update-endpoint`.",
+    },
+    "icelog.user.deleted.v1": {"user-id": "`oidc~<subject>`."},
     "icelog.storage-roots.started.v1": {
         "roots": "Warehouse id → storage root (`file:///…` resolved, or `s3://bucket/prefix`).",
     },

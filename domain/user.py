@@ -1,0 +1,121 @@
+"""Users: principals of an identity provider, provisioned on their first authenticated call
+(Lakekeeper's model; ids `oidc~<subject>`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.domain import Aggregate
+
+from icelog.domain.identifiers import user_aggregate_id
+
+USER_TYPES = ("human", "application")
+
+
+class User(Aggregate):
+    """A user. Its stream id derives from the user id, so provisioning is idempotent."""
+
+    TOPIC = "icelog.user"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.user.event.v1"
+        actor: str
+        request_id: str
+        user_id: str  # on every event: a consumer needs no earlier one to know whose
+
+    class Provisioned(Event, Aggregate.Created):
+        """First seen: `how` is `token` (a first authenticated call) or `endpoint`
+        (`POST /management/v1/user`)."""
+
+        TOPIC = "icelog.user.provisioned.v1"
+        name: str
+        email: str | None
+        user_type: str
+        how: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.user_id = self.user_id
+            aggregate.name = self.name
+            aggregate.email = self.email
+            aggregate.user_type = self.user_type
+            aggregate.deleted = False
+
+    class Updated(Event):
+        """Name, e-mail or type changed (a later token, or the update endpoint)."""
+
+        TOPIC = "icelog.user.updated.v1"
+        name: str
+        email: str | None
+        user_type: str
+        how: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.name = self.name
+            aggregate.email = self.email
+            aggregate.user_type = self.user_type
+            aggregate.deleted = False
+
+    class Deleted(Event):
+        """Removed from the catalog; a later authenticated call provisions the user again
+        (as Lakekeeper does), with the grants gone."""
+
+        TOPIC = "icelog.user.deleted.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.deleted = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        user_id: str
+        name: str
+        email: str | None
+        user_type: str
+        deleted: bool
+
+    @classmethod
+    def provision(
+        cls,
+        *,
+        user_id: str,
+        name: str,
+        email: str | None,
+        user_type: str,
+        how: str,
+        actor: str,
+        request_id: str,
+    ) -> User:
+        return cls._create(
+            cls.Provisioned,
+            id=user_aggregate_id(user_id),
+            user_id=user_id,
+            name=name,
+            email=email,
+            user_type=user_type,
+            how=how,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def update(
+        self,
+        *,
+        name: str,
+        email: str | None,
+        user_type: str,
+        how: str,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        if (name, email, user_type) == (self.name, self.email, self.user_type) and not self.deleted:
+            return
+        self.trigger_event(
+            self.Updated, name=name, email=email, user_type=user_type, how=how, actor=actor,
+            request_id=request_id, user_id=self.user_id,
+        )  # fmt: skip
+
+    def delete(self, *, actor: str, request_id: str) -> None:
+        if not self.deleted:
+            self.trigger_event(
+                self.Deleted, actor=actor, request_id=request_id, user_id=self.user_id
+            )
