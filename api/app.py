@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from icelog.api.audit import Chainer
+from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, token_verifier
 from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
@@ -114,8 +115,17 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     # builds the middleware stack around it.
     app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.metrics = figures.registry
+    app.state.known_users = KnownUsers()
     # Inside RawPathMiddleware, which copies the scope: the router's `route` (the template
     # the metrics and the access log name) is set on the scope this middleware holds.
+    if settings.auth.enabled:
+        # Innermost: a 401 is logged and counted like any other answer.
+        app.add_middleware(
+            AuthenticationMiddleware,
+            verifier=token_verifier(settings.auth),
+            settings=settings.auth,
+            known=app.state.known_users,
+        )
     app.add_middleware(
         ObservabilityMiddleware,
         metrics=figures,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
@@ -35,9 +36,40 @@ from icelog.publishers.context import ContextResolver
 from icelog.publishers.sinks import SinkConfigError
 
 
+def unauthenticated_refusal(settings: Settings, host: str) -> str | None:
+    """Why the server must not listen on `host`: without an identity provider every caller
+    may do everything, which is only safe where nobody else can connect."""
+    if settings.auth.enabled or settings.auth.allow_unauthenticated or is_loopback(host):
+        return None
+    return (
+        f"refusing to listen on {host} without authentication: set "
+        "ICELOG_OPENID_PROVIDER_URI (docs/auth.md), or ICELOG_ALLOW_UNAUTHENTICATED=true to "
+        "let anyone who can reach the port do everything"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
+    refusal = unauthenticated_refusal(settings, host)
+    if refusal is not None:
+        print(f"icelog: {refusal}", file=sys.stderr)
+        return 2
+    if not settings.auth.enabled:
+        print(
+            "authentication: none (allow-all: every caller may do everything); "
+            "set ICELOG_OPENID_PROVIDER_URI to require tokens",
+            flush=True,
+        )
     # Prepare the schema and the embedded defaults once, before any worker starts. SQLite:
     # migrated here (one command starts the catalog). PostgreSQL: an empty database is
     # initialised, an existing one is only ever upgraded by `icelog migrate`.

@@ -302,7 +302,8 @@ def openapi_paths(operations: Iterable[Operation], base: str) -> dict[str, Any]:
             }
         else:
             responses["204"] = {"description": "Done; no content"}
-        for status in sorted({*op.errors, 500}):
+        # 401: with an identity provider (api/auth) every management route needs a token.
+        for status in sorted({*op.errors, 401, 500}):
             responses[str(status)] = _error(status)
         operation: dict[str, Any] = {
             "operationId": op.name,

@@ -44,8 +44,12 @@ def parse_uuid(value: Any, what: str) -> uuid.UUID:
 
 
 def context(request: Request) -> RequestContext:
+    """Who asks: the authenticated user (`oidc~<subject>`), or `anonymous` without a
+    provider (api/auth/authenticate.py)."""
     request_id = request.headers.get("x-request-id") or str(uuid.uuid4())
-    return RequestContext(actor="anonymous", request_id=request_id[:128])
+    principal = getattr(request.state, "principal", None)
+    actor = "anonymous" if principal is None else principal.user_id
+    return RequestContext(actor=actor, request_id=request_id[:128])
 
 
 def path_param(request: Request, name: str) -> str:

@@ -9,8 +9,10 @@ from icelog.api.edge import Operation
 from icelog.api.event_log import as_of, list_events, tabular_history
 from icelog.api.models import audit, lifecycle
 from icelog.api.models import management as m
+from icelog.api.models import users as user_models
 from icelog.api.routes import lifecycle as soft_delete
 from icelog.api.routes import management as mgmt
+from icelog.api.routes import users
 
 PROJECT_HEADER: dict[str, Any] = {"$ref": "#/components/parameters/x-project-id"}
 _STORAGE_ERRORS = (400, 404, 500, 503)
@@ -104,6 +106,36 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
     Operation(
         "POST", "/bootstrap", mgmt.bootstrap, "Bootstrap the server (once)", "server",
         body=m.BootstrapRequest, operation_id="bootstrap",
+    ),
+    # -- users
+    Operation(
+        "GET", "/whoami", users.whoami, "The calling user", "user",
+        response=user_models.User, errors=(404,), operation_id="whoami",
+    ),
+    Operation(
+        "GET", "/user", users.list_users, "List users, by name", "user",
+        query=user_models.ListUsersQuery, response=user_models.ListUsersResponse,
+        operation_id="listUsers",
+    ),
+    Operation(
+        "POST", "/user", users.create_user,
+        "Provision a user: the caller from their token (no id), or a user by id", "user",
+        body=user_models.CreateUserRequest, response=user_models.User,
+        operation_id="createUser",
+    ),
+    Operation(
+        "GET", "/user/{user_id}", users.get_user, "Get a user", "user",
+        response=user_models.User, errors=(404,), operation_id="getUser",
+    ),
+    Operation(
+        "PUT", "/user/{user_id}", users.update_user, "Replace a user's name, e-mail, type",
+        "user", body=user_models.UpdateUserRequest, errors=(400, 404),
+        operation_id="updateUser",
+    ),
+    Operation(
+        "DELETE", "/user/{user_id}", users.delete_user,
+        "Delete a user; a later authenticated call provisions them again", "user",
+        errors=(404,), operation_id="deleteUser",
     ),
     # -- projects
     Operation(

@@ -291,6 +291,7 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
 # -- management API -------------------------------------------------------------------------
 MANAGEMENT_TAGS = {
     "server": "Server information and bootstrap",
+    "user": "Users of the identity providers (`oidc~<subject>`)",
     "project": "Projects",
     "warehouse": "Warehouses",
     "protection": "Protection from drops",

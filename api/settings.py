@@ -192,6 +192,54 @@ class PublishSettings:
 
 
 @dataclass(frozen=True)
+class AuthSettings:
+    """Authentication (docs/auth.md). No provider: every caller is anonymous and may do
+    everything (`allow-all`), which the server refuses off loopback unless
+    `ICELOG_ALLOW_UNAUTHENTICATED=true`."""
+
+    # ICELOG_OPENID_PROVIDER_URI: one or more (comma-separated) OpenID providers, each with
+    # `/.well-known/openid-configuration`; the other settings apply to all of them.
+    provider_uris: tuple[str, ...] = ()
+    audiences: tuple[str, ...] = ()  # ICELOG_OPENID_AUDIENCE: a token needs one of them
+    additional_issuers: tuple[str, ...] = ()  # ICELOG_OPENID_ADDITIONAL_ISSUERS
+    subject_claims: tuple[str, ...] = ()  # ICELOG_OPENID_SUBJECT_CLAIM (default: oid, sub)
+    leeway_seconds: int = 60  # ICELOG_OPENID_LEEWAY_SECONDS: clock skew for exp / nbf
+    allow_unauthenticated: bool = False  # ICELOG_ALLOW_UNAUTHENTICATED
+    metrics_require_token: bool = False  # ICELOG_METRICS_REQUIRE_TOKEN
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.provider_uris)
+
+    @classmethod
+    def from_env(cls, get: Any) -> AuthSettings:
+        providers = _list(get("OPENID_PROVIDER_URI", ""))
+        for uri in providers:
+            parsed = urlparse(uri)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        return cls(
+            provider_uris=tuple(uri.rstrip("/") for uri in providers),
+            audiences=_list(get("OPENID_AUDIENCE", "")),
+            additional_issuers=_list(get("OPENID_ADDITIONAL_ISSUERS", "")),
+            subject_claims=_list(get("OPENID_SUBJECT_CLAIM", "")),
+            leeway_seconds=_int(
+                get("OPENID_LEEWAY_SECONDS", "60"), PREFIX + "OPENID_LEEWAY_SECONDS"
+            ),
+            allow_unauthenticated=_bool(
+                get("ALLOW_UNAUTHENTICATED", "false"), PREFIX + "ALLOW_UNAUTHENTICATED"
+            ),
+            metrics_require_token=_bool(
+                get("METRICS_REQUIRE_TOKEN", "false"), PREFIX + "METRICS_REQUIRE_TOKEN"
+            ),
+        )
+
+
+def _list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+@dataclass(frozen=True)
 class Settings:
     data_dir: Path
     database_url: str | None
@@ -236,6 +284,7 @@ class Settings:
     # Fault injection for tests: die (as under kill -9) right after the n-th table commit
     # lands, before it is answered. 0: never.
     fault_exit_after_commits: int = 0  # ICELOG_FAULT_EXIT_AFTER_COMMITS
+    auth: AuthSettings = field(default_factory=AuthSettings)
 
     @property
     def backend(self) -> str:
@@ -353,6 +402,7 @@ class Settings:
             fault_exit_after_commits=_int(
                 get("FAULT_EXIT_AFTER_COMMITS", "0"), PREFIX + "FAULT_EXIT_AFTER_COMMITS"
             ),
+            auth=AuthSettings.from_env(get),
             s3_endpoint_hosts=tuple(
                 host.strip().lower()
                 for host in get("S3_ENDPOINT_HOSTS", "").split(",")

@@ -166,7 +166,7 @@ def test_management_document_is_valid_and_covers_the_management_routes(
         if method != "HEAD"
     }
     assert document_operations(document) == served
-    assert len(served) == 36
+    assert len(served) == 42
     assert document["servers"][0]["url"] == "/management"
     dangling = [ref for ref in _refs(document) if not _resolves(document, ref)]
     assert not dangling

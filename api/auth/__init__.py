@@ -1,0 +1,1 @@
+"""Authentication: OpenID Connect bearer tokens verified locally and mapped to principals."""

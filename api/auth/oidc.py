@@ -1,0 +1,404 @@
+"""OpenID Connect bearer tokens, verified locally against the providers' published keys.
+
+Like Lakekeeper, icelog never asks the IdP about a token: it loads each provider's
+`.well-known/openid-configuration` (which must name `issuer` and `jwks_uri`) and its JWKS
+once, then checks signatures and claims in-process. The token's (unverified) `iss` picks the
+provider; PyJWT then checks signature, algorithm, issuer, audience and lifetime.
+
+Keys are cached. A token signed with a key id the cache does not know makes the verifier
+fetch the JWKS again (the IdP rotated its keys), at most once per 30 s per provider so a flood
+of made-up key ids cannot turn icelog into an amplifier against the IdP. The JWKS is also
+reloaded when it is an hour old, so a key the IdP withdrew stops being trusted. Network
+fetches run in a worker thread (never on the event loop) and one at a time per provider; a
+verification whose key is cached runs inline.
+
+Every refusal is an `InvalidToken` whose message is a short reason that is safe to return to
+the client; `IdentityProviderUnavailable` (a subclass) says the IdP could not be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from http.client import HTTPMessage
+from typing import IO, Any, TypeVar
+
+import jwt
+from jwt.types import Options
+
+from icelog.api.auth.principal import InvalidToken, Principal, principal_from_claims
+
+__all__ = [
+    "ASYMMETRIC_ALGORITHMS",
+    "IdentityProviderUnavailable",
+    "InvalidToken",
+    "OidcProvider",
+    "Principal",
+    "TokenVerifier",
+    "fetch_url",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Only public-key algorithms: with HS* the "key" would be public JWKS material anyone can
+# read (the RS256→HS256 confusion attack), and `none` is no signature at all.
+ASYMMETRIC_ALGORITHMS = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+)  # fmt: skip
+
+UNKNOWN_KID_REFETCH_SECONDS = 30.0  # at most one JWKS refetch for unknown kids per window
+FAILED_FETCH_RETRY_SECONDS = 5.0  # an unreachable IdP is asked again no sooner than this
+JWKS_MAX_AGE_SECONDS = 3600.0  # cached keys are reloaded after this, to drop withdrawn keys
+FETCH_TIMEOUT_SECONDS = 10.0
+MAX_DOCUMENT_BYTES = 1 << 20
+MAX_TOKEN_CHARS = 32 * 1024  # far above real tokens; bounds the JSON parsed before any check
+
+
+class IdentityProviderUnavailable(InvalidToken):
+    """The provider's discovery document or keys could not be loaded (now or recently)."""
+
+
+@dataclass(frozen=True)
+class OidcProvider:
+    provider_uri: str
+    audiences: tuple[str, ...] = ()
+    additional_issuers: tuple[str, ...] = ()
+    subject_claims: tuple[str, ...] = ()
+    leeway_seconds: int = 60
+    algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
+
+    def __post_init__(self) -> None:
+        if urllib.parse.urlsplit(self.provider_uri).scheme not in ("https", "http"):
+            raise ValueError("provider_uri must be an http(s) URL")
+        if not self.algorithms or not set(self.algorithms) <= set(ASYMMETRIC_ALGORITHMS):
+            raise ValueError(f"algorithms must be a non-empty subset of {ASYMMETRIC_ALGORITHMS}")
+        if self.leeway_seconds < 0:
+            raise ValueError("leeway_seconds must not be negative")
+
+    @property
+    def discovery_url(self) -> str:
+        return self.provider_uri.rstrip("/") + "/.well-known/openid-configuration"
+
+
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    # urllib would also follow a redirect to ftp://; an IdP document only ever comes over HTTP.
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme not in ("https", "http"):
+            raise ValueError("refusing a redirect away from http(s)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_HttpOnlyRedirects)
+
+
+def fetch_url(url: str) -> bytes:
+    """GET an http(s) URL (10 s timeout), refusing bodies over 1 MiB: the default fetcher."""
+    if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+        raise ValueError("only http(s) URLs are fetched")
+    with _OPENER.open(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
+        body: bytes = response.read(MAX_DOCUMENT_BYTES + 1)
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise ValueError("document exceeds 1 MiB")
+    return body
+
+
+@dataclass(frozen=True)
+class _Discovery:
+    issuer: str
+    jwks_uri: str
+    token_endpoint: str | None
+
+
+def _parse_discovery(document: dict[str, Any]) -> _Discovery:
+    issuer, jwks_uri = document.get("issuer"), document.get("jwks_uri")
+    if not isinstance(issuer, str) or not issuer:
+        raise ValueError("discovery document has no issuer")
+    if not isinstance(jwks_uri, str) or not jwks_uri:
+        raise ValueError("discovery document has no jwks_uri")
+    endpoint = document.get("token_endpoint")
+    return _Discovery(issuer, jwks_uri, endpoint if isinstance(endpoint, str) else None)
+
+
+@dataclass(frozen=True)
+class _KeySet:
+    by_kid: dict[str, dict[str, Any]]
+    sole: dict[str, Any] | None  # the only signing key: what a token without `kid` may use
+
+    def find(self, kid: str | None) -> dict[str, Any] | None:
+        return self.sole if kid is None else self.by_kid.get(kid)
+
+
+def _parse_jwks(document: dict[str, Any]) -> _KeySet:
+    keys = document.get("keys")
+    if not isinstance(keys, list):
+        raise ValueError("JWKS has no keys")
+    # Encryption keys (`use: enc`) never verify signatures.
+    signing = [k for k in keys if isinstance(k, dict) and k.get("use", "sig") == "sig"]
+    by_kid = {k["kid"]: k for k in signing if isinstance(k.get("kid"), str)}
+    return _KeySet(by_kid, signing[0] if len(signing) == 1 else None)
+
+
+class _ProviderState:
+    """What the verifier knows about one provider; mutated only on the event loop."""
+
+    def __init__(self, config: OidcProvider) -> None:
+        self.config = config
+        self.discovery: _Discovery | None = None
+        self.keys: _KeySet | None = None
+        self.keys_loaded_at = 0.0
+        self.last_unknown_kid_fetch: float | None = None
+        self.retry_at = 0.0  # after a failed fetch, no new attempt before this time
+        self.parsed: dict[tuple[str | None, str], jwt.PyJWK] = {}
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+
+    def lock(self) -> asyncio.Lock:
+        # An asyncio.Lock belongs to one event loop; tests (and CLIs) may run several.
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop
+        return self._lock
+
+    def accepts_issuer(self, issuer: str) -> bool:
+        if self.discovery is None:
+            return False
+        return issuer == self.discovery.issuer or issuer in self.config.additional_issuers
+
+    @property
+    def issuers(self) -> list[str]:
+        known = [self.discovery.issuer] if self.discovery else []
+        return known + list(self.config.additional_issuers)
+
+
+class TokenVerifier:
+    def __init__(
+        self,
+        providers: Sequence[OidcProvider],
+        *,
+        fetch: Callable[[str], bytes] = fetch_url,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`clock` times the caches and retry windows; token lifetimes (`exp`, `nbf`, `iat`)
+        are checked by PyJWT against the system clock."""
+        self._states = [_ProviderState(p) for p in providers]
+        self._fetch = fetch
+        self._clock = clock
+
+    async def verify(self, token: str) -> Principal:
+        """The principal of a valid bearer token; `InvalidToken` (with a safe reason) if not."""
+        header, issuer = _peek(token)
+        state = await self._provider_for(issuer)
+        algorithm = header.get("alg")
+        if not isinstance(algorithm, str) or algorithm not in state.config.algorithms:
+            raise InvalidToken("token algorithm is not accepted")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise InvalidToken("token is malformed")
+        key = await self._signing_key(state, kid, algorithm)
+        claims = _decode(token, state, key)
+        return principal_from_claims(
+            claims, issuer=claims["iss"], subject_claims=state.config.subject_claims
+        )
+
+    async def token_endpoint(self) -> str | None:
+        """The first provider's `token_endpoint`, for passing `/oauth/tokens` requests on."""
+        if not self._states:
+            return None
+        state = self._states[0]
+        await self._discover(state)
+        return state.discovery.token_endpoint if state.discovery else None
+
+    async def _provider_for(self, issuer: str) -> _ProviderState:
+        for state in self._states:
+            if state.accepts_issuer(issuer):
+                return state
+        # Only providers never discovered remain: load them (each rate-limited) and look again.
+        unavailable = False
+        for state in self._states:
+            if state.discovery is not None:
+                continue
+            try:
+                await self._discover(state)
+            except IdentityProviderUnavailable:
+                unavailable = True
+                continue
+            if state.accepts_issuer(issuer):
+                return state
+        if unavailable:
+            raise IdentityProviderUnavailable("identity provider is unavailable")
+        raise InvalidToken("token issuer is not accepted")
+
+    async def _discover(self, state: _ProviderState) -> None:
+        if state.discovery is not None:
+            return
+        async with state.lock():
+            if state.discovery is not None:  # loaded while this request waited
+                return
+            url = state.config.discovery_url
+            state.discovery = await self._fetch_document(state, url, _parse_discovery)
+
+    async def _signing_key(
+        self, state: _ProviderState, kid: str | None, algorithm: str
+    ) -> jwt.PyJWK:
+        if self._must_fetch(state, kid):
+            await self._refresh_keys(state, kid)
+        jwk = state.keys.find(kid) if state.keys else None
+        if jwk is None:
+            raise InvalidToken("token signing key is unknown")
+        return _pyjwk(state, kid, jwk, algorithm)
+
+    def _must_fetch(self, state: _ProviderState, kid: str | None) -> bool:
+        """Whether this request fetches the JWKS (or waits for a fetch under way) first."""
+        if state.keys is None:
+            return True
+        known = state.keys.find(kid) is not None
+        in_flight = state.lock().locked()
+        if self._keys_fresh(state):
+            # An unknown kid refetches unless one did lately: a flood of made-up kids is
+            # refused at once, but a request arriving during a refetch waits for its result.
+            return not known and (in_flight or not self._refetch_throttled(state))
+        if self._clock() < state.retry_at:
+            return False  # stale, but the IdP just failed: the old keys serve meanwhile
+        # Stale keys are reloaded by one request; known kids need not queue behind it.
+        return not (known and in_flight)
+
+    def _keys_fresh(self, state: _ProviderState) -> bool:
+        age = self._clock() - state.keys_loaded_at
+        return state.keys is not None and age < JWKS_MAX_AGE_SECONDS
+
+    def _refetch_throttled(self, state: _ProviderState) -> bool:
+        """True while keys are fresh and an unknown kid already caused a refetch lately."""
+        last = state.last_unknown_kid_fetch
+        recent = last is not None and self._clock() - last < UNKNOWN_KID_REFETCH_SECONDS
+        return self._keys_fresh(state) and recent
+
+    async def _refresh_keys(self, state: _ProviderState, kid: str | None) -> None:
+        async with state.lock():
+            fresh = self._keys_fresh(state)
+            if fresh and state.keys and state.keys.find(kid) is not None:
+                return  # another request fetched the key while this one waited
+            if self._refetch_throttled(state):
+                return
+            now = self._clock()
+            if fresh:
+                state.last_unknown_kid_fetch = now
+            if state.discovery is None:  # cannot be: _provider_for discovered it
+                raise IdentityProviderUnavailable("identity provider is unavailable")
+            try:
+                state.keys = await self._fetch_document(
+                    state, state.discovery.jwks_uri, _parse_jwks
+                )
+            except IdentityProviderUnavailable:
+                if state.keys is None:
+                    raise
+                return  # keys we already have stay usable while the IdP is down
+            state.keys_loaded_at = now
+            state.parsed.clear()
+
+    async def _fetch_document(
+        self, state: _ProviderState, url: str, parse: Callable[[dict[str, Any]], T]
+    ) -> T:
+        """`parse` of a JSON object from the IdP, fetched in a worker thread (under the lock)."""
+        if self._clock() < state.retry_at:
+            raise IdentityProviderUnavailable("identity provider is unavailable")
+        try:
+            document = json.loads(await asyncio.to_thread(self._fetch, url))
+            if not isinstance(document, dict):
+                raise ValueError("not a JSON object")
+            return parse(document)
+        # Whatever failed (network, HTTP status, size, JSON, missing fields, or anything an
+        # injected fetcher raises), the provider is unusable right now.
+        except Exception as error:
+            state.retry_at = self._clock() + FAILED_FETCH_RETRY_SECONDS
+            name = type(error).__name__
+            log.warning(
+                "OIDC provider %s: loading %s failed (%s)", state.config.provider_uri, url, name
+            )
+            raise IdentityProviderUnavailable("identity provider is unavailable") from None
+
+
+def _peek(token: str) -> tuple[dict[str, Any], str]:
+    """The unverified header and `iss`: only to choose the provider and key."""
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
+        raise InvalidToken("token is malformed")
+    try:
+        header = jwt.get_unverified_header(token)
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        raise InvalidToken("token is malformed") from None
+    issuer = claims.get("iss")
+    if not isinstance(issuer, str):
+        raise InvalidToken("token has no issuer")
+    return header, issuer
+
+
+def _pyjwk(
+    state: _ProviderState, kid: str | None, jwk: dict[str, Any], algorithm: str
+) -> jwt.PyJWK:
+    """The key bound to `algorithm`: the JWK's own `alg`, if it names one, must agree."""
+    if jwk.get("alg", algorithm) != algorithm:
+        raise InvalidToken("token algorithm does not match its key")
+    cached = state.parsed.get((kid, algorithm))
+    if cached is None:
+        try:
+            cached = jwt.PyJWK(jwk, algorithm=algorithm)
+        except jwt.PyJWTError:  # e.g. an EC algorithm named for an RSA key
+            raise InvalidToken("token algorithm does not match its key") from None
+        state.parsed[(kid, algorithm)] = cached
+    return cached
+
+
+# PyJWT's exceptions, most specific first, as the reasons a client may read.
+_REASONS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
+    (jwt.ExpiredSignatureError, "token has expired"),
+    (jwt.ImmatureSignatureError, "token is not yet valid"),
+    (jwt.InvalidAudienceError, "token audience is not accepted"),
+    (jwt.InvalidIssuerError, "token issuer is not accepted"),
+    (jwt.InvalidSignatureError, "token signature is invalid"),
+    (jwt.InvalidAlgorithmError, "token algorithm is not accepted"),
+    (jwt.InvalidIssuedAtError, "token issue time is invalid"),
+    (jwt.DecodeError, "token is malformed"),
+)
+
+
+def _decode(token: str, state: _ProviderState, key: jwt.PyJWK) -> dict[str, Any]:
+    config = state.config
+    options: Options = {
+        "require": ["exp", "iss"],
+        # Without configured audiences the `aud` claim is not checked (Lakekeeper's rule).
+        "verify_aud": bool(config.audiences),
+        # The subject is judged by principal_from_claims, which also accepts integer ids.
+        "verify_sub": False,
+    }
+    try:
+        return jwt.decode(
+            token,
+            key,
+            algorithms=list(config.algorithms),
+            audience=list(config.audiences) or None,
+            issuer=state.issuers,
+            leeway=config.leeway_seconds,
+            options=options,
+        )
+    except jwt.MissingRequiredClaimError as error:
+        # Claim names come from PyJWT's fixed list, never from the token.
+        raise InvalidToken(f"token lacks the {error.claim} claim") from None
+    except jwt.PyJWTError as error:
+        reason = next((r for t, r in _REASONS if isinstance(error, t)), "token is invalid")
+        raise InvalidToken(reason) from None
