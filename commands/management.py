@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
+from icelog.commands.permissions import PermissionCommands
 from icelog.commands.storage import (
     StoragePolicy,
     check_storage_access,
@@ -14,7 +15,6 @@ from icelog.commands.storage import (
     validate_storage_profile,
 )
 from icelog.commands.storage.s3_profile import normalize_s3_profile
-from icelog.commands.users import UserCommands
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import SYSTEM, RequestContext
 from icelog.domain.errors import (
@@ -84,7 +84,7 @@ def _warehouse_claim(
     )
 
 
-class ManagementCommands(UserCommands):
+class ManagementCommands(PermissionCommands):
     # Open (pending or running) tasks of a warehouse, from the read model; handed in by
     # the composition root because commands/ cannot import projections/.
     open_task_count: Callable[[str], int] = staticmethod(lambda _warehouse_id: 0)

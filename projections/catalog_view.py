@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from eventsourcing.persistence import IntegrityError
 
+from icelog.domain.grants import Grants
 from icelog.domain.identifiers import NamespaceName, properties_hint_key
 from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_fold import replay_commit
 from icelog.domain.namespace import Namespace
+from icelog.domain.ownership import owned_by_creation
+from icelog.domain.permissions import Kind, ObjectRef
 from icelog.domain.project import Project
+from icelog.domain.role import Role
 from icelog.domain.table import Table
 from icelog.domain.task import Task
 from icelog.domain.user import User
@@ -94,6 +98,70 @@ class CatalogView:
             self._task(cur, event)
         elif isinstance(event, User.Event):
             self._user(cur, event)
+        elif isinstance(event, Grants.Event):
+            self._grant(cur, event)
+        elif isinstance(event, Role.Event):
+            self._role(cur, event)
+        owned = owned_by_creation(event)
+        if owned is not None:
+            # Creators own what they create (Lakekeeper): the creation event's actor is the
+            # grant, so the log holds it without a second event.
+            actor, stamp = getattr(event, "actor", ""), getattr(event, "timestamp", None)
+            self._insert_grant(cur, owned, "ownership", "user", actor, stamp)
+
+    def _insert_grant(
+        self, cur: Cursor, obj: ObjectRef, relation: str, kind: str, principal: str, at: Any
+    ) -> None:
+        self._exec(
+            cur,
+            "INSERT INTO {p}icelog_grants (object_kind, object_id, relation, principal_kind, "
+            "principal_id, created_at) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
+            "{p}icelog_grants WHERE object_id = ? AND relation = ? AND principal_kind = ? "
+            "AND principal_id = ?)",
+            (obj.kind, obj.id, relation, kind, principal, at.isoformat(),
+             obj.id, relation, kind, principal),
+        )  # fmt: skip
+
+    def _grant(self, cur: Cursor, event: Grants.Event) -> None:
+        obj = ObjectRef(cast(Kind, event.object_kind), event.object_id)
+        if isinstance(event, Grants.Granted):
+            self._insert_grant(
+                cur, obj, event.relation, event.principal_kind, event.principal_id,
+                event.timestamp,
+            )  # fmt: skip
+        elif isinstance(event, Grants.Revoked):
+            self._exec(
+                cur,
+                "DELETE FROM {p}icelog_grants WHERE object_id = ? AND relation = ? "
+                "AND principal_kind = ? AND principal_id = ?",
+                (obj.id, event.relation, event.principal_kind, event.principal_id),
+            )
+
+    def _role(self, cur: Cursor, event: Role.Event) -> None:
+        rid = str(event.originator_id)
+        stamp = event.timestamp.isoformat()
+        if isinstance(event, Role.Created):
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_roles (id, project_id, name, description, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (rid, str(event.project_id), event.name, event.description, stamp),
+            )
+        elif isinstance(event, Role.Updated):
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_roles SET name = ?, description = ?, updated_at = ? WHERE id = ?",
+                (event.name, event.description, stamp, rid),
+            )
+        elif isinstance(event, Role.Deleted):
+            self._exec(cur, "DELETE FROM {p}icelog_roles WHERE id = ?", (rid,))
+            # Its memberships and the grants it held go with it.
+            self._exec(
+                cur,
+                "DELETE FROM {p}icelog_grants WHERE object_id = ? OR "
+                "(principal_kind = 'role' AND principal_id = ?)",
+                (rid, rid),
+            )
 
     def _user(self, cur: Cursor, event: User.Event) -> None:
         stamp = event.timestamp.isoformat()
@@ -393,5 +461,3 @@ class CatalogView:
 
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
-
-

@@ -169,6 +169,7 @@ STEPS: tuple[Step, ...] = (
     Step(8, "grace period for replaced storage credentials", _retire_column),
     Step(9, "catalog history (as-of)", _statements(catalog_history.schema)),
     Step(10, "users", _statements(lambda _d: schema.users_statements())),
+    Step(11, "grants and roles", _statements(lambda _d: schema.grants_statements())),
 )
 LATEST = STEPS[-1].version
 

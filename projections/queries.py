@@ -133,6 +133,76 @@ class CatalogQueries:
         sql += " ORDER BY name, id LIMIT ?"
         return [self._user(r) for r in self.rows(sql, (*params, limit))]
 
+    # -- grants and roles ----------------------------------------------------------------------
+    def grants_on(self, object_id: str) -> list[tuple[str, str, str]]:
+        """An object's assignments: (relation, principal kind, principal id)."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self.rows(
+                "SELECT relation, principal_kind, principal_id FROM icelog_grants "
+                "WHERE object_id = ? ORDER BY relation, principal_kind, principal_id",
+                (object_id,),
+            )
+        ]
+
+    def grants_held(self, principal_ids: list[str]) -> list[tuple[str, str, str, str]]:
+        """Every grant the principals hold: (object kind, object id, relation, principal id)."""
+        if not principal_ids:
+            return []
+        marks = ", ".join("?" for _ in principal_ids)
+        return [
+            (r[0], r[1], r[2], r[3])
+            for r in self.rows(
+                "SELECT object_kind, object_id, relation, principal_id FROM icelog_grants "
+                f"WHERE principal_id IN ({marks})",
+                tuple(principal_ids),
+            )
+        ]
+
+    _ROLE_COLUMNS = "id, project_id, name, description, created_at, updated_at"
+
+    @staticmethod
+    def _role(r: tuple[Any, ...]) -> dict[str, Any]:
+        return {
+            "id": r[0], "project-id": r[1], "name": r[2], "description": r[3],
+            "created-at": r[4], "updated-at": r[5],
+        }  # fmt: skip
+
+    def role(self, role_id: str) -> dict[str, Any] | None:
+        r = self.row(f"SELECT {self._ROLE_COLUMNS} FROM icelog_roles WHERE id = ?", (role_id,))
+        return None if r is None else self._role(r)
+
+    def roles(
+        self, project_id: str, *, name: str | None, after: tuple[str, str] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        where, params = ["project_id = ?"], [project_id]
+        if name:
+            where.append("LOWER(name) LIKE ?")
+            params.append("%" + name.lower().replace("%", "").replace("_", "") + "%")
+        if after is not None:
+            where.append("(name > ? OR (name = ? AND id > ?))")
+            params += [after[0], after[0], after[1]]
+        sql = (
+            f"SELECT {self._ROLE_COLUMNS} FROM icelog_roles WHERE {' AND '.join(where)} "
+            "ORDER BY name, id LIMIT ?"
+        )
+        return [self._role(r) for r in self.rows(sql, (*params, limit))]
+
+    def namespace_by_id(self, namespace_id: str) -> tuple[str, NamespaceName] | None:
+        """(warehouse id, name) of a live namespace."""
+        r = self.row(
+            "SELECT warehouse_id, ns_key FROM icelog_namespaces WHERE id = ?", (namespace_id,)
+        )
+        return None if r is None else (str(r[0]), NamespaceName.from_key(r[1]))
+
+    def tabular_by_id(self, tabular_id: str) -> tuple[str, NamespaceName, str, str] | None:
+        """(warehouse id, namespace, name, kind) of a live table or view."""
+        r = self.row(
+            "SELECT warehouse_id, ns_key, name, kind FROM icelog_tabulars WHERE id = ?",
+            (tabular_id,),
+        )
+        return None if r is None else (str(r[0]), NamespaceName.from_key(r[1]), r[2], r[3])
+
     @staticmethod
     def _warehouse(r: tuple[Any, ...]) -> dict[str, Any]:
         return {

@@ -18,6 +18,8 @@ READ_MODEL_TABLES = (
     "icelog_deleted_tabulars",
     "icelog_tasks",
     "icelog_users",
+    "icelog_grants",
+    "icelog_roles",
 )
 
 # Columns shared by live and soft-deleted tabulars (a soft drop moves the row across).
@@ -80,6 +82,7 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {p}icelog_tasks_by_warehouse "
         f"ON {p}icelog_tasks (warehouse_id, status)",
         *users_statements(p),
+        *grants_statements(p),
         *_lease_table(dialect, p),
         *_postgres_tuning(dialect, p),
     ]
@@ -92,6 +95,25 @@ def users_statements(p: str = "") -> list[str]:
         "id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT, user_type TEXT NOT NULL, "
         "last_updated_with TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_users_by_name ON {p}icelog_users (name, id)",
+    ]
+
+
+def grants_statements(p: str = "") -> list[str]:
+    """Who holds which relation on which object (docs/auth.md): the grant events, and the
+    ownership a creation event's actor takes. Looked up by principal (a caller's grants)
+    and by object (an object's assignments)."""
+    return [
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_grants ("
+        "object_kind TEXT NOT NULL, object_id TEXT NOT NULL, relation TEXT NOT NULL, "
+        "principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL, created_at TEXT NOT NULL, "
+        "PRIMARY KEY (object_id, relation, principal_kind, principal_id))",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_principal "
+        f"ON {p}icelog_grants (principal_id, object_id)",
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_roles ("
+        "id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT, "
+        "created_at TEXT NOT NULL, updated_at TEXT)",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {p}icelog_roles_by_name "
+        f"ON {p}icelog_roles (project_id, name)",
     ]
 
 

@@ -33,6 +33,8 @@ def retire_column(dialect: str) -> list[str]:
     if dialect == "postgres":
         return ["ALTER TABLE icelog_secrets ADD COLUMN IF NOT EXISTS retire_at_ms BIGINT"]
     return []  # SQLite: added by migrations._retire_column after a look at the table
+
+
 KEY_BYTES = 32
 
 

@@ -15,8 +15,10 @@ from typing import Any
 from uuid import UUID
 
 from icelog.domain.claims import NameClaim
+from icelog.domain.grants import Grants
 from icelog.domain.namespace import Namespace
 from icelog.domain.project import Project
+from icelog.domain.role import Role
 from icelog.domain.table import Table
 from icelog.domain.task import Task
 from icelog.domain.user import User
@@ -115,6 +117,10 @@ class ContextResolver:
             return EventContext(warehouse_id=warehouse_id, tabular_id=entity, subject=str(agg_id))
         if isinstance(event, User.Event):
             return EventContext(subject=event.user_id)
+        if isinstance(event, Grants.Event):
+            return EventContext(subject=f"{event.object_kind}:{event.object_id}")
+        if isinstance(event, Role.Event):
+            return EventContext(subject=self._name_of(event, Role) or str(agg_id))
         if isinstance(event, NameClaim.Event):
             return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
         return EventContext(subject=str(agg_id))

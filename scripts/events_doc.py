@@ -477,6 +477,26 @@ def run_scenario(cat: Catalog) -> None:
     cat.mgmt("PUT", "/user/oidc~7f3c2a", {"name": "Ana Ruiz Díaz", "user-type": "human"})
     cat.mgmt("DELETE", "/user/oidc~7f3c2a")
 
+    # Roles and grants: a role with a member, a grant to it, one revoked.
+    role = cat.mgmt("POST", "/role", {"name": "analysts", "description": "Read the sales data"})
+    role_id = role["id"]
+    cat.mgmt(
+        "POST", f"/permissions/role/{role_id}/assignments",
+        {"writes": [{"type": "assignee", "user": "oidc~7f3c2a"}]},
+    )  # fmt: skip
+    cat.mgmt(
+        "POST", f"/permissions/warehouse/{wh}/assignments",
+        {"writes": [
+            {"type": "select", "role": role_id}, {"type": "describe", "user": "oidc~7f3c2a"},
+        ]},
+    )  # fmt: skip
+    cat.mgmt(
+        "POST", f"/permissions/warehouse/{wh}/assignments",
+        {"deletes": [{"type": "describe", "user": "oidc~7f3c2a"}]},
+    )  # fmt: skip
+    cat.mgmt("POST", f"/role/{role_id}", {"name": "sales-analysts"})
+    cat.mgmt("DELETE", f"/role/{role_id}")
+
     # Back to hard drops; the namespace `scratch` unprotected and dropped.
     cat.mgmt("POST", f"/warehouse/{wh}/delete-profile", {"delete-profile": {"type": "hard"}})
     cat.protect("namespace", cat.namespace_id("scratch"), False)
@@ -618,6 +638,17 @@ AGGREGATES: dict[str, tuple[str, str]] = {
         "One stream per user of an identity provider; the id is derived from the user id "
         "(`oidc~<subject>`), which is also `subject`. They hold the name and e-mail the "
         "provider's tokens gave (personal data: see docs/auth.md).",
+    ),
+    "grants": (
+        "Grants",
+        "One stream per object that has grants (id derived from the object's kind and id); "
+        "`subject` is `<kind>:<id>`. Ownership of what a user creates is not a separate "
+        "event: the creation event's `actor` is the owner (docs/auth.md).",
+    ),
+    "role": (
+        "Roles",
+        "One stream per role; membership is the role's `assignee` grant. `subject` is the "
+        "role's name.",
     ),
     "audit": (
         "Audit chain heads",
@@ -915,6 +946,20 @@ WHEN: dict[str, str] = {
         "`DELETE /management/v1/user/{id}`; the user's next authenticated call provisions "
         "them again."
     ),
+    "icelog.grants.started.v1": (
+        "The first grant on an object is about to be written (bookkeeping; one stream per object)."
+    ),
+    "icelog.grants.granted.v1": (
+        "A relation on an object was granted to a user or a role: "
+        "`POST /management/v1/permissions/.../assignments` (`writes`), or the first admin at "
+        "`POST /management/v1/bootstrap`. A grant already held appends nothing."
+    ),
+    "icelog.grants.revoked.v1": ("A grant was taken back (`deletes` of an assignments request)."),
+    "icelog.role.created.v1": "`POST /management/v1/role`; its creator owns it.",
+    "icelog.role.updated.v1": "`POST /management/v1/role/{id}`: a new name or description.",
+    "icelog.role.deleted.v1": (
+        "`DELETE /management/v1/role/{id}`; its memberships and the grants it held go with it."
+    ),
     "icelog.storage-roots.started.v1": (
         "The registry of warehouse roots began, with the first warehouse created after it "
         "existed; it holds the roots of the warehouses that were already there."
@@ -1173,6 +1218,30 @@ FIELDS: dict[str, dict[str, str]] = {
         "how": "`config-call-creation` or `update-endpoint`.",
     },
     "icelog.user.deleted.v1": {"user-id": "`oidc~<subject>`."},
+    "icelog.grants.started.v1": {
+        "object-kind": "server, project, warehouse, namespace, table, view or role.",
+        "object-id": "The object's id (the server's: its fixed id).",
+    },
+    "icelog.grants.granted.v1": {
+        "object-kind": "server, project, warehouse, namespace, table, view or role.",
+        "object-id": "The object's id.",
+        "relation": "Lakekeeper's relation: ownership, select, modify, assignee, ...",
+        "principal-kind": "`user` or `role`.",
+        "principal-id": "`oidc~<subject>` or the role's id.",
+    },
+    "icelog.grants.revoked.v1": {
+        "object-kind": "As in `granted`.",
+        "object-id": "The object's id.",
+        "relation": "The relation taken back.",
+        "principal-kind": "`user` or `role`.",
+        "principal-id": "`oidc~<subject>` or the role's id.",
+    },
+    "icelog.role.created.v1": {
+        "project-id": "The role's project.",
+        "name": "Unique in the project.",
+        "description": "Free text, or null.",
+    },
+    "icelog.role.updated.v1": {"name": "The new name.", "description": "Free text, or null."},
     "icelog.storage-roots.started.v1": {
         "roots": "Warehouse id → storage root (`file:///…` resolved, or `s3://bucket/prefix`).",
     },

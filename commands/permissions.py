@@ -1,0 +1,159 @@
+"""Grants, roles and the first admin (docs/auth.md)."""
+
+from __future__ import annotations
+
+from uuid import UUID, uuid4, uuid5
+
+from icelog.commands.users import UserCommands
+from icelog.domain.claims import NameClaim, claim
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    NoSuchProjectError,
+    NotFoundError,
+)
+from icelog.domain.grants import Grants, grants_id
+from icelog.domain.identifiers import ICELOG_NAMESPACE, NIL_UUID, SERVER_ID
+from icelog.domain.permissions import ObjectRef, PrincipalRef
+from icelog.domain.project import Project
+from icelog.domain.role import Role
+
+Change = list[tuple[str, PrincipalRef]]
+SERVER_OBJECT = ObjectRef("server", str(SERVER_ID))
+
+
+class NoSuchRoleError(NotFoundError):
+    error_type = "NoSuchRoleException"
+
+
+class AlreadyBootstrappedError(BadRequestError):
+    error_type = "CatalogAlreadyBootstrapped"
+
+
+def role_claim_id(project_id: UUID, name: str) -> UUID:
+    """Role names are unique per project."""
+    return uuid5(ICELOG_NAMESPACE, f"role:{project_id}:{name}")
+
+
+class PermissionCommands(UserCommands):
+    # -- grants ------------------------------------------------------------------------------
+    def change_grants(
+        self, ctx: RequestContext, obj: ObjectRef, *, writes: Change, deletes: Change
+    ) -> int:
+        """Apply one assignments request on one object; the number of grant events."""
+
+        def attempt() -> int:
+            grants = self.get_or_none(grants_id(obj), Grants)
+            if grants is None:
+                grants = Grants.start(obj, actor=ctx.actor, request_id=ctx.request_id)
+            try:
+                grants.change(
+                    obj, writes=writes, deletes=deletes, actor=ctx.actor,
+                    request_id=ctx.request_id,
+                )  # fmt: skip
+            except ValueError as exc:
+                raise BadRequestError(str(exc)) from None
+            changed = sum(
+                isinstance(e, (Grants.Granted, Grants.Revoked)) for e in grants.pending_events
+            )
+            if changed:
+                self.save_all(grants)
+            return changed
+
+        return self.retrying(attempt)
+
+    def grant_first_admin(self, ctx: RequestContext, *, is_operator: bool) -> None:
+        """Bootstrap with authentication: the first caller becomes the server's admin (and
+        operator if asked) and project_admin of the default project; once."""
+
+        def attempt() -> None:
+            server = self.get_or_none(grants_id(SERVER_OBJECT), Grants)
+            if server is not None and any(r in ("admin", "operator") for r, _, _ in server.held):
+                raise AlreadyBootstrappedError("Catalog already bootstrapped")
+            if server is None:
+                server = Grants.start(SERVER_OBJECT, actor=ctx.actor, request_id=ctx.request_id)
+            me = PrincipalRef("user", ctx.actor)
+            relations = ["admin", "operator"] if is_operator else ["admin"]
+            server.change(
+                SERVER_OBJECT, writes=[(r, me) for r in relations], deletes=[],
+                actor=ctx.actor, request_id=ctx.request_id,
+            )  # fmt: skip
+            default = ObjectRef("project", str(NIL_UUID))
+            project = self.get_or_none(grants_id(default), Grants)
+            if project is None:
+                project = Grants.start(default, actor=ctx.actor, request_id=ctx.request_id)
+            project.change(
+                default, writes=[("project_admin", me)], deletes=[], actor=ctx.actor,
+                request_id=ctx.request_id,
+            )  # fmt: skip
+            self.save_all(server, project)
+
+        self.retrying(attempt)
+
+    # -- roles -------------------------------------------------------------------------------
+    def get_role(self, role_id: UUID) -> Role:
+        role = self.get_or_none(role_id, Role)
+        if role is None or role.deleted:
+            raise NoSuchRoleError(f"Role does not exist: {role_id}")
+        return role
+
+    def create_role(
+        self, ctx: RequestContext, project_id: UUID, name: str, description: str | None
+    ) -> UUID:
+        project = self.get_or_none(project_id, Project)
+        if project is None or project.deleted:
+            raise NoSuchProjectError(f"Project does not exist: {project_id}")
+        role_id = uuid4()
+
+        def attempt() -> UUID:
+            name_claim = self._claim_role_name(ctx, project_id, name, role_id)
+            role = Role.create(
+                role_id=role_id, project_id=project_id, name=name, description=description,
+                actor=ctx.actor, request_id=ctx.request_id,
+            )  # fmt: skip
+            self.save_all(name_claim, role)
+            return role_id
+
+        return self.retrying(attempt)
+
+    def update_role(
+        self, ctx: RequestContext, role_id: UUID, name: str, description: str | None
+    ) -> None:
+        def attempt() -> None:
+            role = self.get_role(role_id)
+            claims: list[NameClaim | None] = []
+            if name != role.name:
+                claims.append(self._claim_role_name(ctx, role.project_id, name, role_id))
+                old = self.get_or_none(role_claim_id(role.project_id, role.name), NameClaim)
+                if old is not None:
+                    old.release(actor=ctx.actor, request_id=ctx.request_id)
+                claims.append(old)
+            role.update(name=name, description=description, actor=ctx.actor,
+                        request_id=ctx.request_id)  # fmt: skip
+            self.save_all(*claims, role)
+
+        self.retrying(attempt)
+
+    def delete_role(self, ctx: RequestContext, role_id: UUID) -> None:
+        def attempt() -> None:
+            role = self.get_role(role_id)
+            old = self.get_or_none(role_claim_id(role.project_id, role.name), NameClaim)
+            if old is not None:
+                old.release(actor=ctx.actor, request_id=ctx.request_id)
+            role.delete(actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(old, role)
+
+        self.retrying(attempt)
+
+    def _claim_role_name(
+        self, ctx: RequestContext, project_id: UUID, name: str, role_id: UUID
+    ) -> NameClaim:
+        claim_id = role_claim_id(project_id, name)
+        existing = self.get_or_none(claim_id, NameClaim)
+        if existing is not None and existing.is_held:
+            raise AlreadyExistsError(f"Role already exists: {name}")
+        return claim(
+            existing, claim_id=claim_id, kind="role", holder_id=role_id,
+            name=f"{project_id}/{name}", actor=ctx.actor, request_id=ctx.request_id,
+        )  # fmt: skip

@@ -1,0 +1,75 @@
+"""Roles: named groups of users and roles in a project (Lakekeeper's). Membership is the
+role's `assignee` grant (domain/grants.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class Role(Aggregate):
+    TOPIC = "icelog.role"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.role.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        TOPIC = "icelog.role.created.v1"
+        project_id: UUID
+        name: str
+        description: str | None
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.project_id = self.project_id
+            aggregate.name = self.name
+            aggregate.description = self.description
+            aggregate.deleted = False
+
+    class Updated(Event):
+        TOPIC = "icelog.role.updated.v1"
+        name: str
+        description: str | None
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.name = self.name
+            aggregate.description = self.description
+
+    class Deleted(Event):
+        TOPIC = "icelog.role.deleted.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.deleted = True
+
+    if TYPE_CHECKING:
+        project_id: UUID
+        name: str
+        description: str | None
+        deleted: bool
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        role_id: UUID,
+        project_id: UUID,
+        name: str,
+        description: str | None,
+        actor: str,
+        request_id: str,
+    ) -> Role:
+        return cls._create(
+            cls.Created, id=role_id, project_id=project_id, name=name,
+            description=description, actor=actor, request_id=request_id,
+        )  # fmt: skip
+
+    def update(self, *, name: str, description: str | None, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.Updated, name=name, description=description, actor=actor, request_id=request_id
+        )
+
+    def delete(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Deleted, actor=actor, request_id=request_id)
