@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from icelog.api.audit import Chainer
 from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, token_verifier
+from icelog.api.auth.authorizer import AllowAll, GrantAuthorizer
 from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
@@ -76,6 +77,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         svc.ensure_defaults()
         await svc.reader.open()
         app.state.services = svc
+        # Without an identity provider everyone may do everything (docs/auth.md).
+        app.state.authorizer = GrantAuthorizer(svc.primary) if settings.auth.enabled else AllowAll()
         app.state.readiness = Readiness(svc)
         figures.attach(svc)
         svc.tasks.start()

@@ -82,6 +82,7 @@ def page_of(query: PageQuery) -> tuple[str | None, int | None]:
         size = 100
     return query.page_token, min(size, 1000) if size is not None else None
 
+
 class RawPathMiddleware:
     """Route catalog requests on the raw (still percent-encoded) path.
 

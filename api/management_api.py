@@ -9,10 +9,11 @@ from icelog.api.edge import Operation
 from icelog.api.event_log import as_of, list_events, tabular_history
 from icelog.api.models import audit, lifecycle
 from icelog.api.models import management as m
+from icelog.api.models import permissions as perm
 from icelog.api.models import users as user_models
 from icelog.api.routes import lifecycle as soft_delete
 from icelog.api.routes import management as mgmt
-from icelog.api.routes import users
+from icelog.api.routes import permissions, users
 
 PROJECT_HEADER: dict[str, Any] = {"$ref": "#/components/parameters/x-project-id"}
 _STORAGE_ERRORS = (400, 404, 500, 503)
@@ -95,6 +96,38 @@ def _history(kind: str) -> Operation:
     )  # fmt: skip
 
 
+def _permissions() -> list[Operation]:
+    """Assignments and my access, for each kind of object (Lakekeeper's paths)."""
+    found = []
+    for base, resolve in permissions.OBJECTS.items():
+        what = base.removeprefix("/permissions/").split("/{")[0].replace("/", "-")
+        parts = [p for p in base.split("/")[2:] if not p.startswith("{")]
+        name = "".join(part.capitalize() for part in parts) + (
+            "ById" if base.endswith("}") and parts[-1] == "project" else ""
+        )
+        found += [
+            Operation(
+                "GET", f"{base}/assignments", permissions.get_assignments(resolve),
+                f"Who holds which relation on the {what}", "permissions",
+                query=perm.AssignmentsQuery, response=perm.GetAssignmentsResponse,
+                errors=(400, 403, 404), operation_id=f"get{name}Assignments",
+            ),
+            Operation(
+                "POST", f"{base}/assignments", permissions.update_assignments(resolve),
+                f"Grant and revoke relations on the {what} (deletes first)", "permissions",
+                body=perm.UpdateAssignmentsRequest, errors=(400, 403, 404),
+                operation_id=f"update{name}Assignments",
+            ),
+            Operation(
+                "GET", f"{base}/access", permissions.get_access(resolve),
+                f"The actions the caller (or the given principal) may do on the {what}",
+                "permissions", query=perm.AccessQuery, response=perm.GetAccessResponse,
+                errors=(400, 403, 404), operation_id=f"get{name}Access",
+            ),
+        ]  # fmt: skip
+    return found
+
+
 WAREHOUSE = "/warehouse/{warehouse_id}"
 
 MANAGEMENT_OPERATIONS: list[Operation] = [
@@ -136,6 +169,44 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
         "DELETE", "/user/{user_id}", users.delete_user,
         "Delete a user; a later authenticated call provisions them again", "user",
         errors=(404,), operation_id="deleteUser",
+    ),
+    # -- roles and permissions
+    Operation(
+        "POST", "/role", permissions.create_role, "Create a role in a project", "role",
+        body=perm.CreateRoleRequest, response=perm.RoleAnswer, errors=(400, 403, 404, 409),
+        headers=(PROJECT_HEADER,), operation_id="createRole",
+    ),
+    Operation(
+        "GET", "/role", permissions.list_roles, "List the roles of the project", "role",
+        query=perm.ListRolesQuery, response=perm.ListRolesResponse, errors=(400, 403),
+        headers=(PROJECT_HEADER,), operation_id="listRoles",
+    ),
+    Operation(
+        "GET", "/role/{role_id}", permissions.get_role, "Get a role", "role",
+        response=perm.RoleAnswer, errors=(400, 403, 404), operation_id="getRole",
+    ),
+    Operation(
+        "POST", "/role/{role_id}", permissions.update_role, "Rename or describe a role", "role",
+        body=perm.UpdateRoleRequest, response=perm.RoleAnswer, errors=(400, 403, 404, 409),
+        operation_id="updateRole",
+    ),
+    Operation(
+        "DELETE", "/role/{role_id}", permissions.delete_role,
+        "Delete a role, its memberships and the grants it held", "role",
+        errors=(400, 403, 404), operation_id="deleteRole",
+    ),
+    *_permissions(),
+    Operation(
+        "POST", "/permissions/check", permissions.check,
+        "May the caller (or another identity) do an action on an object?", "permissions",
+        body=perm.CheckRequest, response=perm.CheckResponse, errors=(400, 403, 404),
+        operation_id="checkPermission",
+    ),
+    Operation(
+        "GET", "/warehouse/{warehouse_id}/namespace-id", permissions.namespace_id_of,
+        "The id of a namespace, by its name (for the permission routes)", "permissions",
+        query=perm.NamespaceIdQuery, response=perm.NamespaceIdResponse, errors=(400, 404),
+        operation_id="getNamespaceId",
     ),
     # -- projects
     Operation(

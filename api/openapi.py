@@ -292,6 +292,8 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
 MANAGEMENT_TAGS = {
     "server": "Server information and bootstrap",
     "user": "Users of the identity providers (`oidc~<subject>`)",
+    "role": "Roles: groups of users and roles in a project",
+    "permissions": "Assignments (grants), my access, checks",
     "project": "Projects",
     "warehouse": "Warehouses",
     "protection": "Protection from drops",

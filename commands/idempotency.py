@@ -60,12 +60,10 @@ class IdempotencyCommands(ViewCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-        elif (
-            (record.has_outcome
-            and now - record.recorded_at_ms > lifetime_ms)
-            or (not record.has_outcome
+        elif (record.has_outcome and now - record.recorded_at_ms > lifetime_ms) or (
+            not record.has_outcome
             and not record.landed
-            and (record.claim_token is None or record.lease_until_ms < now))
+            and (record.claim_token is None or record.lease_until_ms < now)
         ):
             record.reclaim(
                 method=method,

@@ -107,9 +107,7 @@ class Location:
         while body and body[-1] == "":
             body.pop()
         for segment in body:
-            _check_segment(
-                segment, what=what, text=raw, encoded_separators=encoded_separators
-            )
+            _check_segment(segment, what=what, text=raw, encoded_separators=encoded_separators)
         location = cls(scheme, authority, tuple(body))
         location._check_length(what, raw)
         return location

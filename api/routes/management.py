@@ -33,12 +33,9 @@ from icelog.api.models.management import (
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
 from icelog.api.routes.namespaces import drop_recursively
+from icelog.commands.permissions import AlreadyBootstrappedError
 from icelog.domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
 from icelog.domain.identifiers import NIL_UUID, SERVER_ID
-
-
-class AlreadyBootstrappedError(BadRequestError):
-    error_type = "CatalogAlreadyBootstrapped"
 
 
 def _version() -> str:
@@ -73,9 +70,17 @@ def info(request: Request) -> ServerInfo:
 
 
 def bootstrap(request: Request, body: BootstrapRequest) -> None:
+    """Without authentication: the server's bootstrap (once). With it: the first
+    authenticated caller becomes the server's admin (once; the server itself was
+    bootstrapped at its first start)."""
     if not body.accept_terms_of_use:
         raise BadRequestError("accept-terms-of-use must be true")
-    if not services(request).catalog.bootstrap(context(request), is_operator=body.is_operator):
+    svc = services(request)
+    if getattr(request.state, "principal", None) is not None:
+        svc.catalog.bootstrap(context(request), is_operator=body.is_operator)
+        svc.catalog.grant_first_admin(context(request), is_operator=body.is_operator)
+        return
+    if not svc.catalog.bootstrap(context(request), is_operator=body.is_operator):
         raise AlreadyBootstrappedError("Catalog already bootstrapped")
 
 

@@ -188,9 +188,7 @@ def validate_storage_profile(
             raise BadRequestError("A file storage profile takes no storage-credential")
         unknown = sorted(set(profile) - {"type", "base-location"})
         if unknown:
-            raise BadRequestError(
-                f"storage-profile has unsupported field(s): {', '.join(unknown)}"
-            )
+            raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
         base = Location.parse(profile.get("base-location"), "storage-profile.base-location")
         if base.scheme != "file" or not base.segments:
             raise BadRequestError(

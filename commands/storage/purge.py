@@ -76,9 +76,7 @@ class _Scope:
         return location
 
 
-def _avro_records(
-    file_io: FileIO, location: str, plan: PurgePlan
-) -> Iterator[dict[str, Any]]:
+def _avro_records(file_io: FileIO, location: str, plan: PurgePlan) -> Iterator[dict[str, Any]]:
     try:
         data = file_io.read(location)
     except FileNotFoundError:

@@ -15,6 +15,7 @@ from icelog.api.services import Services
 from icelog.api.settings import Settings
 from tests.support import postgres
 from tests.support.api_contract import check_response
+from tests.support.idp import TestIdentityProvider
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
@@ -112,3 +113,59 @@ def create_table(api: Api, ns: str, name: str, **extra: Any) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+# -- authentication on: a local OpenID provider (tests/support/idp.py) --------------------
+class Authed:
+    def __init__(self, client: TestClient, services: Services, idp: TestIdentityProvider) -> None:
+        self.client = client
+        self.services = services
+        self.idp = idp
+
+    def call(self, method: str, path: str, token: str | None, **kwargs: Any) -> Any:
+        headers = dict(kwargs.pop("headers", {}))
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return self.client.request(method, path, headers=headers, **kwargs)
+
+    def events(self) -> list[Any]:
+        return list(self.services.catalog.recorder.select_notifications(start=1, limit=10_000))
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[TestIdentityProvider]:
+    with TestIdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(params=BACKENDS)
+def authed(
+    request: pytest.FixtureRequest, tmp_path: Path, idp: TestIdentityProvider
+) -> Iterator[Authed]:
+    database_url = postgres.create_database() if request.param == "postgres" else None
+    try:
+        base = make_settings(tmp_path, database_url)
+        env = {"ICELOG_OPENID_PROVIDER_URI": idp.uri, "ICELOG_OPENID_AUDIENCE": "icelog"}
+        settings = Settings.from_env(
+            {**{f"ICELOG_{k}": v for k, v in _env_of(base).items()}, **env}
+        )
+        services = Services.build(settings)
+        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+            client.event_hooks["response"].append(check_response)
+            yield Authed(client, services, idp)
+        services.close()
+    finally:
+        if database_url:
+            postgres.drop_database(database_url)
+
+
+def _env_of(settings: Settings) -> dict[str, str]:
+    env = {
+        "DATA_DIR": str(settings.data_dir),
+        "TASK_WORKERS": "0",
+        "AUDIT_CHAIN_INTERVAL_SECONDS": "0",
+    }
+    if settings.database_url:
+        env["DATABASE_URL"] = settings.database_url
+        env["SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
+    return env

@@ -4,76 +4,15 @@ first call (events with the real actor); tokens never reach the log or an error 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
-from icelog.api.app import create_app
 from icelog.api.cli import is_loopback, unauthenticated_refusal
-from icelog.api.services import Services
 from icelog.api.settings import Settings, SettingsError
-from tests.integration.conftest import BACKENDS, make_settings
-from tests.support import postgres
-from tests.support.api_contract import check_response
-from tests.support.idp import TestIdentityProvider, new_rsa_key
-
-
-class Authed:
-    def __init__(self, client: TestClient, services: Services, idp: TestIdentityProvider) -> None:
-        self.client = client
-        self.services = services
-        self.idp = idp
-
-    def call(self, method: str, path: str, token: str | None, **kwargs: Any) -> Any:
-        headers = dict(kwargs.pop("headers", {}))
-        if token is not None:
-            headers["Authorization"] = f"Bearer {token}"
-        return self.client.request(method, path, headers=headers, **kwargs)
-
-    def events(self) -> list[Any]:
-        return list(self.services.catalog.recorder.select_notifications(start=1, limit=10_000))
-
-
-@pytest.fixture(scope="module")
-def idp() -> Iterator[TestIdentityProvider]:
-    with TestIdentityProvider() as provider:
-        yield provider
-
-
-@pytest.fixture(params=BACKENDS)
-def authed(
-    request: pytest.FixtureRequest, tmp_path: Path, idp: TestIdentityProvider
-) -> Iterator[Authed]:
-    database_url = postgres.create_database() if request.param == "postgres" else None
-    try:
-        base = make_settings(tmp_path, database_url)
-        env = {"ICELOG_OPENID_PROVIDER_URI": idp.uri, "ICELOG_OPENID_AUDIENCE": "icelog"}
-        settings = Settings.from_env(
-            {**{f"ICELOG_{k}": v for k, v in _env_of(base).items()}, **env}
-        )
-        services = Services.build(settings)
-        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
-            client.event_hooks["response"].append(check_response)
-            yield Authed(client, services, idp)
-        services.close()
-    finally:
-        if database_url:
-            postgres.drop_database(database_url)
-
-
-def _env_of(settings: Settings) -> dict[str, str]:
-    env = {
-        "DATA_DIR": str(settings.data_dir),
-        "TASK_WORKERS": "0",
-        "AUDIT_CHAIN_INTERVAL_SECONDS": "0",
-    }
-    if settings.database_url:
-        env["DATABASE_URL"] = settings.database_url
-        env["SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
-    return env
+from tests.integration.conftest import Authed
+from tests.support.idp import new_rsa_key
 
 
 def _assert_401(response: Any, token: str | None = None) -> None:

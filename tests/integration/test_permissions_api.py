@@ -1,0 +1,229 @@
+"""Grants and roles with authentication on (a real local OpenID provider): the first admin,
+ownership of what one creates, assignments, my access, checks, roles (nested), and every
+change as an event with its actor that the audit chain covers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import Authed
+
+MGMT = "/management/v1"
+
+
+class Caller:
+    def __init__(self, authed: Authed, subject: str, name: str) -> None:
+        self.authed = authed
+        self.token = authed.idp.issue(subject, extra_claims={"name": name})
+        self.id = f"oidc~{subject}"
+
+    def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        if body is not None:
+            kwargs["json"] = body
+        return self.authed.call(method, path, self.token, **kwargs)
+
+    def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        response = self(method, path, body, **kwargs)
+        assert response.status_code in (200, 204), (method, path, response.text)
+        return response.json() if response.content else None
+
+
+@pytest.fixture
+def people(authed: Authed) -> Iterator[tuple[Caller, Caller, Caller]]:
+    alice, bob, carol = (
+        Caller(authed, "alice", "Alice"),
+        Caller(authed, "bob", "Bob"),
+        Caller(authed, "carol", "Carol"),
+    )
+    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
+    yield alice, bob, carol
+
+
+def _setup(alice: Caller) -> tuple[str, str, str]:
+    """A namespace and a table created by alice: (warehouse id, namespace id, table id)."""
+    config = alice.ok("GET", "/catalog/v1/config", params={"warehouse": "default"})
+    prefix = config["overrides"]["prefix"]
+    alice.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["sales"]})
+    schema = {
+        "type": "struct",
+        "fields": [{"id": 1, "name": "id", "type": "long", "required": True}],
+    }
+    table = alice.ok(
+        "POST",
+        f"/catalog/v1/{prefix}/namespaces/sales/tables",
+        {"name": "orders", "schema": schema},
+    )
+    found = alice.ok(
+        "GET", f"{MGMT}/warehouse/{prefix}/namespace-id", params={"namespace": "sales"}
+    )
+    return prefix, found["namespace-id"], table["metadata"]["table-uuid"]
+
+
+def _assignments(caller: Caller, path: str) -> set[tuple[str, str]]:
+    found = caller.ok("GET", f"{MGMT}/permissions/{path}/assignments")["assignments"]
+    return {(a["type"], a.get("user") or a.get("role")) for a in found}
+
+
+def test_bootstrap_makes_the_first_caller_admin_once(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    alice, bob, _ = people
+    again = bob("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
+    assert (
+        again.status_code == 400 and again.json()["error"]["type"] == "CatalogAlreadyBootstrapped"
+    )
+    assert _assignments(alice, "server") == {("admin", alice.id)}
+    assert ("project_admin", alice.id) in _assignments(alice, "project")
+    access = alice.ok("GET", f"{MGMT}/permissions/server/access")["allowed-actions"]
+    assert {"create_project", "list_users", "grant_admin"} <= set(access)
+    assert bob.ok("GET", f"{MGMT}/permissions/server/access")["allowed-actions"] == []
+    assert bob("GET", f"{MGMT}/permissions/server/assignments").status_code == 403
+
+
+def test_creators_own_and_grants_reach_down(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    alice, bob, carol = people
+    wid, nid, tid = _setup(alice)
+    assert _assignments(alice, f"namespace/{nid}") == {("ownership", alice.id)}
+    assert _assignments(alice, f"warehouse/{wid}/table/{tid}") == {("ownership", alice.id)}
+
+    table_access = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/access"
+    assert bob.ok("GET", table_access)["allowed-actions"] == []
+    # Bob may not hand out what he does not manage.
+    denied = bob(
+        "POST", f"{MGMT}/permissions/namespace/{nid}/assignments",
+        {"writes": [{"type": "select", "user": bob.id}]},
+    )  # fmt: skip
+    assert denied.status_code == 403 and denied.json()["error"]["type"] == "ForbiddenException"
+
+    alice.ok(
+        "POST", f"{MGMT}/permissions/namespace/{nid}/assignments",
+        {"writes": [{"type": "select", "user": bob.id}, {"type": "pass_grants", "user": bob.id}]},
+    )  # fmt: skip
+    actions = set(bob.ok("GET", table_access)["allowed-actions"])
+    assert {"read_data", "get_metadata", "grant_select"} <= actions
+    assert not {"write_data", "drop", "grant_modify", "grant_pass_grants"} & actions
+    check = {"operation": {"table": {"action": "write_data", "table-id": tid}}}
+    assert bob.ok("POST", f"{MGMT}/permissions/check", check) == {"allowed": False}
+    check["operation"]["table"]["action"] = "read_data"
+    assert bob.ok("POST", f"{MGMT}/permissions/check", check) == {"allowed": True}
+    # pass_grants: select may be passed on, modify may not.
+    bob.ok(
+        "POST", f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments",
+        {"writes": [{"type": "select", "user": carol.id}]},
+    )  # fmt: skip
+    passed_too_much = bob(
+        "POST", f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments",
+        {"writes": [{"type": "modify", "user": carol.id}]},
+    )  # fmt: skip
+    assert passed_too_much.status_code == 403
+    # Alice may ask what carol may do; carol may not ask about alice.
+    about_carol = alice.ok("GET", table_access, params={"principalUser": carol.id})
+    assert "read_data" in about_carol["allowed-actions"]
+    assert carol("GET", table_access, params={"principalUser": alice.id}).status_code == 403
+    # Revoked: gone.
+    alice.ok(
+        "POST", f"{MGMT}/permissions/namespace/{nid}/assignments",
+        {"deletes": [{"type": "select", "user": bob.id}]},
+    )  # fmt: skip
+    assert "read_data" not in bob.ok("GET", table_access)["allowed-actions"]
+
+
+def test_roles_nest_and_carry_grants(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    alice, bob, carol = people
+    wid, _, tid = _setup(alice)
+    analysts = alice.ok("POST", f"{MGMT}/role", {"name": "analysts"})
+    leads = alice.ok("POST", f"{MGMT}/role", {"name": "leads", "description": "Team leads"})
+    assert alice("POST", f"{MGMT}/role", {"name": "analysts"}).status_code == 409
+    assert bob("POST", f"{MGMT}/role", {"name": "mine"}).status_code == 403
+    # carol ∈ leads ∈ analysts; analysts may modify the warehouse.
+    alice.ok(
+        "POST", f"{MGMT}/permissions/role/{analysts['id']}/assignments",
+        {"writes": [{"type": "assignee", "role": leads["id"]}]},
+    )  # fmt: skip
+    alice.ok(
+        "POST", f"{MGMT}/permissions/role/{leads['id']}/assignments",
+        {"writes": [{"type": "assignee", "user": carol.id}]},
+    )  # fmt: skip
+    cycle = alice(
+        "POST", f"{MGMT}/permissions/role/{leads['id']}/assignments",
+        {"writes": [{"type": "assignee", "role": analysts["id"]}]},
+    )  # fmt: skip
+    assert cycle.status_code == 400, cycle.text
+    alice.ok(
+        "POST", f"{MGMT}/permissions/warehouse/{wid}/assignments",
+        {"writes": [{"type": "modify", "role": analysts["id"]}]},
+    )  # fmt: skip
+    table_access = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/access"
+    assert "write_data" in carol.ok("GET", table_access)["allowed-actions"]
+    assert bob.ok("GET", table_access)["allowed-actions"] == []
+    listed = alice.ok("GET", f"{MGMT}/role")["roles"]
+    assert [r["name"] for r in listed] == ["analysts", "leads"]
+    renamed = alice.ok("POST", f"{MGMT}/role/{leads['id']}", {"name": "team-leads"})
+    assert renamed["name"] == "team-leads"
+    # Deleting the middle role cuts carol off.
+    assert alice("DELETE", f"{MGMT}/role/{leads['id']}").status_code == 204
+    assert carol.ok("GET", table_access)["allowed-actions"] == []
+    assert alice("GET", f"{MGMT}/role/{leads['id']}").status_code == 404
+
+
+def test_bad_assignments_are_400(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    alice, _, _ = people
+    wid, nid, tid = _setup(alice)
+    path = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments"
+    for body, expected in [
+        ({"writes": [{"type": "create", "user": "oidc~x"}]}, "table has no relation 'create'"),
+        ({"writes": [{"type": "select"}]}, "exactly one of user and role"),
+        ({"writes": [{"type": "select", "user": "oidc~x", "role": nid}]}, "exactly one"),
+        ({"writes": [{"type": "select", "user": "oidc~x", "extra": 1}]}, "Extra inputs"),
+    ]:
+        response = alice("POST", path, body)
+        assert response.status_code in (400, 403), response.text
+        if response.status_code == 400:
+            assert expected in response.json()["error"]["message"]
+    missing = alice("GET", f"{MGMT}/permissions/namespace/{tid}/assignments")
+    assert missing.status_code == 404
+
+
+def test_grant_changes_are_events_with_their_actor(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    alice, bob, _ = people
+    _, nid, _ = _setup(alice)
+    change = {"writes": [{"type": "describe", "user": bob.id}]}
+    alice.ok("POST", f"{MGMT}/permissions/namespace/{nid}/assignments", change)
+    alice.ok("POST", f"{MGMT}/permissions/namespace/{nid}/assignments", change)  # no-op
+    alice.ok(
+        "POST", f"{MGMT}/permissions/namespace/{nid}/assignments",
+        {"deletes": [{"type": "describe", "user": bob.id}]},
+    )  # fmt: skip
+    topics = [e.topic for e in authed.events() if e.topic.startswith("icelog.grants.")]
+    # Bootstrap: server admin + default project's project_admin; then one grant, one revoke.
+    assert topics.count("icelog.grants.granted.v1") == 3
+    assert topics.count("icelog.grants.revoked.v1") == 1
+    grant_events = [e for e in authed.events() if e.topic.startswith("icelog.grants.g")]
+    assert all(b'"actor":"oidc~alice"' in e.state.replace(b" ", b"") for e in grant_events)
+    events = authed.client.get(
+        f"{MGMT}/events", params={"type": "io.icelog.grants."},
+        headers={"Authorization": f"Bearer {alice.token}"},
+    ).json()["events"]  # fmt: skip
+    assert [e["actor"] for e in events] == ["oidc~alice"] * len(events)
+    assert len(events) == len(topics)
+
+
+def test_without_a_provider_everything_is_allowed(api: Any) -> None:
+    access = api.client.get(f"{MGMT}/permissions/server/access").json()["allowed-actions"]
+    assert {"create_project", "list_users"} <= set(access)
