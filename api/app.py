@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 from icelog.api.audit import Chainer
 from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, token_verifier
 from icelog.api.auth.authorizer import AllowAll, GrantAuthorizer
+from icelog.api.auth.token_endpoint import tokens
 from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
@@ -55,6 +56,7 @@ def routes() -> list[BaseRoute]:
         Route("/ready", _ready, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/catalog/v1/config", serve(CONFIG), methods=["GET"]),
+        Route("/catalog/v1/oauth/tokens", tokens, methods=["POST"]),
     ]
     # Unprefixed first: "/v1/namespaces/..." must not be read as prefix "namespaces".
     for base in ("/catalog/v1", "/catalog/v1/{prefix}"):
@@ -122,10 +124,12 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     # Inside RawPathMiddleware, which copies the scope: the router's `route` (the template
     # the metrics and the access log name) is set on the scope this middleware holds.
     if settings.auth.enabled:
+        verifier = token_verifier(settings.auth)
+        app.state.token_verifier = verifier  # also the token endpoint's way to the provider
         # Innermost: a 401 is logged and counted like any other answer.
         app.add_middleware(
             AuthenticationMiddleware,
-            verifier=token_verifier(settings.auth),
+            verifier=verifier,
             settings=settings.auth,
             known=app.state.known_users,
         )

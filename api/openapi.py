@@ -50,9 +50,12 @@ NEWER_THAN_SPEC = frozenset({("post", "/v1/{prefix}/namespaces/{namespace}/regis
 # spec's S3SignRequest and answer its S3SignResponse.
 TABLE_SIGN_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"
 WAREHOUSE_SIGN_PATH = "/v1/{prefix}/v1/aws/s3/sign"
-# Documented and served but not in `endpoints`: the S3 signer's own path, and the config
-# route that hands out `endpoints` (the spec lists only the operations after it).
-UNADVERTISED = frozenset({("post", WAREHOUSE_SIGN_PATH), ("get", "/v1/config")})
+# Documented and served but not in `endpoints`: the S3 signer's own path, the config route
+# that hands out `endpoints` (the spec lists only the operations after it), and the token
+# endpoint (passed through to the identity provider, api/auth/token_endpoint.py).
+UNADVERTISED = frozenset(
+    {("post", WAREHOUSE_SIGN_PATH), ("get", "/v1/config"), ("post", "/v1/oauth/tokens")}
+)
 
 
 def advertised_operations(endpoints: Iterable[str] = ENDPOINTS) -> set[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """Real clients against an icelog that requires tokens from an OpenID provider (the local
 test provider of tests/support/idp.py): PyIceberg, DuckDB and Spark, each with a token it
-was given and with client credentials it trades at the provider's token endpoint."""
+was given and with client credentials it trades for one — at the provider's token endpoint,
+or at icelog's (`/v1/oauth/tokens`, passed through) when it knows only the catalog URI."""
 
 from __future__ import annotations
 
@@ -62,6 +63,10 @@ def test_pyiceberg_with_a_token_and_with_client_credentials(
     assert etl.load_table("auth_py.t").scan().to_arrow().num_rows == 3
     etl.load_table("auth_py.t").append(ROWS)
     assert alice.load_table("auth_py.t").scan().to_arrow().num_rows == 6
+    # With nothing but the catalog URI: the credential goes to icelog's token endpoint,
+    # which passes it to the provider.
+    same_etl = rest_catalog(server, credential="etl:etl-secret")
+    assert same_etl.load_table("auth_py.t").scan().to_arrow().num_rows == 6
     # Both were provisioned, and the log names who did what.
     token = idp.issue("alice")
     users = httpx.get(
@@ -91,9 +96,10 @@ def test_duckdb_with_a_token_and_with_client_credentials(
             "SECRET tok)"
         )
         assert con.execute("SELECT count(*) FROM ice.auth_duck.t").fetchone() == (3,)
+        # No OAUTH2_SERVER_URI: DuckDB asks the catalog's token endpoint.
         con.execute(
             "CREATE SECRET cc (TYPE iceberg, CLIENT_ID 'etl', CLIENT_SECRET 'etl-secret', "
-            f"OAUTH2_SERVER_URI '{idp.token_endpoint}')"
+            f"ENDPOINT '{server.uri}')"
         )
         con.execute(
             f"ATTACH '{server.warehouse}' AS ice2 (TYPE iceberg, ENDPOINT '{server.uri}', "
@@ -123,8 +129,8 @@ def test_spark_with_a_token_and_with_client_credentials(
     spark.sql(f"INSERT INTO {with_token}.auth_spark.t VALUES (1, 'a'), (2, 'b')")
     with_credential = register_rest_catalog(spark, "ice_cred", server.uri)
     prefix = f"spark.sql.catalog.{with_credential}"
+    # Only the catalog URI: Iceberg Java asks the catalog's token endpoint (the default).
     spark.conf.set(f"{prefix}.credential", "etl:etl-secret")
-    spark.conf.set(f"{prefix}.oauth2-server-uri", idp.token_endpoint)
     spark.sql(
         f"MERGE INTO {with_credential}.auth_spark.t t USING (SELECT 2 AS id, 'B' AS data "
         "UNION ALL SELECT 3, 'c') s ON t.id = s.id "

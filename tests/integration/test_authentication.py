@@ -164,3 +164,54 @@ def test_without_a_provider_only_loopback_is_served(tmp_path: Path) -> None:
         Settings.from_env(
             {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_OPENID_PROVIDER_URI": "idp.example"}
         )
+
+
+def test_the_token_endpoint_passes_client_credentials_and_exchange_to_the_provider(
+    authed: Authed,
+) -> None:
+    idp = authed.idp
+    idp.add_client("spark-job", "s3cret", {"aud": "icelog"})
+    form = {"grant_type": "client_credentials", "client_id": "spark-job",
+            "client_secret": "s3cret", "scope": "catalog"}  # fmt: skip
+    answer = authed.client.post("/catalog/v1/oauth/tokens", data=form)
+    assert answer.status_code == 200, answer.text
+    token = answer.json()
+    assert token["token_type"] == "bearer" and token["access_token"]
+    me = authed.call("GET", "/management/v1/whoami", token["access_token"])
+    assert me.json()["id"] == "oidc~service-account-spark-job"
+    # HTTP Basic client authentication, as Iceberg Java sends it.
+    basic = authed.client.post(
+        "/catalog/v1/oauth/tokens", data={"grant_type": "client_credentials"},
+        auth=("spark-job", "s3cret"),
+    )  # fmt: skip
+    assert basic.status_code == 200, basic.text
+    # An end user's token exchanged for one the engine uses on their behalf.
+    user_token = idp.issue("dana", audience="portal")
+    exchanged = authed.client.post(
+        "/catalog/v1/oauth/tokens",
+        data={
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "subject_token": user_token,
+            "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "audience": "icelog",
+        },
+        auth=("spark-job", "s3cret"),
+    )
+    assert exchanged.status_code == 200, exchanged.text
+    dana = authed.call("GET", "/management/v1/whoami", exchanged.json()["access_token"])
+    assert dana.json()["id"] == "oidc~dana"
+    # The provider's refusals come back in the OAuth error shape, secrets never echoed.
+    wrong = authed.client.post("/catalog/v1/oauth/tokens", data={**form, "client_secret": "x"})
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    assert "s3cret" not in wrong.text
+    for bad in ({"grant_type": "password", "username": "a", "password": "b"}, {}):
+        refused = authed.client.post("/catalog/v1/oauth/tokens", data=bad)
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "unsupported_grant_type"
+
+
+def test_the_token_endpoint_without_a_provider_says_so(api: Any) -> None:
+    answer = api.client.post("/catalog/v1/oauth/tokens", data={"grant_type": "client_credentials"})
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_request"
+    assert "ICELOG_OPENID_PROVIDER_URI" in answer.json()["error_description"]

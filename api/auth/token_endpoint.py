@@ -1,0 +1,122 @@
+"""`POST /catalog/v1/oauth/tokens`: the Iceberg clients' token endpoint, passed through to the
+identity provider's (`token_endpoint` of its discovery document).
+
+Spark's and PyIceberg's `credential=<id>:<secret>` then work with nothing but the catalog
+URI (`client_credentials`), and an engine can exchange an end user's provider-issued token
+for one of its own (RFC 8693 token exchange; also how Iceberg Java refreshes tokens). icelog
+issues no tokens itself: the provider authenticates the client and decides. Bodies are
+forwarded as they came; nothing of them is logged.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from icelog.api.auth.oidc import IdentityProviderUnavailable, TokenVerifier
+
+CLIENT_CREDENTIALS = "client_credentials"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105 - a URN
+MAX_FORM_BYTES = 64 * 1024
+MAX_ANSWER_BYTES = 64 * 1024
+TIMEOUT_SECONDS = 10.0
+# The Iceberg spec's OAuthError codes; anything else a provider says is reported as one of them.
+_OAUTH_ERRORS = frozenset(
+    {"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+     "unsupported_grant_type", "invalid_scope"}
+)  # fmt: skip
+
+
+_UNREACHABLE = {
+    "error": "invalid_request",
+    "error_description": "the identity provider cannot be reached",
+}
+
+
+def oauth_error(status: int, error: str, description: str) -> Response:
+    body = orjson.dumps({"error": error, "error_description": description})
+    return Response(body, status_code=status, media_type="application/json")
+
+
+async def tokens(request: Request) -> Response:
+    verifier: TokenVerifier | None = getattr(request.app.state, "token_verifier", None)
+    if verifier is None:
+        return oauth_error(
+            400, "invalid_request",
+            "icelog has no identity provider (ICELOG_OPENID_PROVIDER_URI): send no credential",
+        )  # fmt: skip
+    form = await request.body()
+    if len(form) > MAX_FORM_BYTES:
+        return oauth_error(400, "invalid_request", "the form is too large")
+    try:
+        fields = parse_qs(form.decode("ascii"), strict_parsing=bool(form), max_num_fields=32)
+    except (UnicodeDecodeError, ValueError):
+        return oauth_error(400, "invalid_request", "the body must be a url-encoded form")
+    grant = fields.get("grant_type", [None])[0]
+    if grant not in (CLIENT_CREDENTIALS, TOKEN_EXCHANGE):
+        return oauth_error(
+            400, "unsupported_grant_type",
+            "grant_type must be client_credentials or token exchange (RFC 8693)",
+        )  # fmt: skip
+    try:
+        endpoint = await verifier.token_endpoint()
+    except IdentityProviderUnavailable:
+        endpoint = None
+    if endpoint is None:
+        return oauth_error(503, "invalid_request", "the identity provider cannot be reached")
+    authorization = request.headers.get("authorization")
+    status, answer = await run_in_threadpool(_forward, endpoint, form, authorization)
+    return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
+
+
+def _forward(endpoint: str, form: bytes, authorization: str | None) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    upstream = urllib.request.Request(endpoint, data=form, headers=headers, method="POST")  # noqa: S310 - the provider's https(s) endpoint
+    try:
+        with urllib.request.urlopen(upstream, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+            return _token_answer(response.read(MAX_ANSWER_BYTES + 1))
+    except urllib.error.HTTPError as exc:
+        return _error_answer(exc.code, exc.read(MAX_ANSWER_BYTES + 1))
+    except (urllib.error.URLError, TimeoutError, OSError):
+        return 503, _UNREACHABLE
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    if len(body) > MAX_ANSWER_BYTES:
+        return None
+    try:
+        found = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _token_answer(body: bytes) -> tuple[int, dict[str, Any]]:
+    found = _json_object(body)
+    if found is None or not isinstance(found.get("access_token"), str):
+        return 503, {"error": "invalid_request", "error_description": "the provider sent no token"}
+    # RFC 6749: the type is case-insensitive; the Iceberg spec lists it in lower case.
+    if isinstance(found.get("token_type"), str):
+        found["token_type"] = found["token_type"].lower()
+    return 200, found
+
+
+def _error_answer(status: int, body: bytes) -> tuple[int, dict[str, Any]]:
+    found = _json_object(body) or {}
+    error = found.get("error")
+    description = found.get("error_description")
+    answer: dict[str, Any] = {
+        "error": error if error in _OAUTH_ERRORS else "invalid_request",
+    }
+    if isinstance(description, str):
+        answer["error_description"] = description[:500]
+    return (401 if status == 401 else 400 if status < 500 else 503), answer
