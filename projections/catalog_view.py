@@ -29,7 +29,7 @@ from icelog.domain.task import Task
 from icelog.domain.user import User
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
-from icelog.projections.schema import TABULAR_COLUMNS
+from icelog.projections.schema import TABULAR_COLUMNS, grant_row_id
 
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
 # execute() signatures differ, so the type stays open.
@@ -112,15 +112,14 @@ class CatalogView:
     def _insert_grant(
         self, cur: Cursor, obj: ObjectRef, relation: str, kind: str, principal: str, at: Any
     ) -> None:
+        row_id = grant_row_id(obj.id, relation, kind, principal)
         self._exec(
             cur,
-            "INSERT INTO {p}icelog_grants (object_kind, object_id, relation, principal_kind, "
-            "principal_id, created_at) SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
-            "{p}icelog_grants WHERE object_id = ? AND relation = ? AND principal_kind = ? "
-            "AND principal_id = ?)",
-            (obj.kind, obj.id, relation, kind, principal, at.isoformat(),
-             obj.id, relation, kind, principal),
-        )  # fmt: skip
+            "INSERT INTO {p}icelog_grants (id, object_kind, object_id, relation, principal_kind, "
+            "principal_id, created_at) SELECT ?, ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
+            "{p}icelog_grants WHERE id = ?)",
+            (row_id, obj.kind, obj.id, relation, kind, principal, at.isoformat(), row_id),
+        )
 
     def _grant(self, cur: Cursor, event: Grants.Event) -> None:
         obj = ObjectRef(cast(Kind, event.object_kind), event.object_id)
@@ -130,12 +129,8 @@ class CatalogView:
                 event.timestamp,
             )  # fmt: skip
         elif isinstance(event, Grants.Revoked):
-            self._exec(
-                cur,
-                "DELETE FROM {p}icelog_grants WHERE object_id = ? AND relation = ? "
-                "AND principal_kind = ? AND principal_id = ?",
-                (obj.id, event.relation, event.principal_kind, event.principal_id),
-            )
+            row_id = grant_row_id(obj.id, event.relation, event.principal_kind, event.principal_id)
+            self._exec(cur, "DELETE FROM {p}icelog_grants WHERE id = ?", (row_id,))
 
     def _role(self, cur: Cursor, event: Role.Event) -> None:
         rid = str(event.originator_id)

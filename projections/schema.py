@@ -98,17 +98,23 @@ def users_statements(p: str = "") -> list[str]:
     ]
 
 
+def grant_row_id(object_id: str, relation: str, principal_kind: str, principal_id: str) -> str:
+    return "\x1f".join((object_id, relation, principal_kind, principal_id))
+
+
 def grants_statements(p: str = "") -> list[str]:
     """Who holds which relation on which object (docs/auth.md): the grant events, and the
     ownership a creation event's actor takes. Looked up by principal (a caller's grants)
     and by object (an object's assignments)."""
     return [
+        # id: object id, relation, principal kind and id joined by 0x1F (`grant_row_id`).
         f"CREATE TABLE IF NOT EXISTS {p}icelog_grants ("
-        "object_kind TEXT NOT NULL, object_id TEXT NOT NULL, relation TEXT NOT NULL, "
-        "principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL, created_at TEXT NOT NULL, "
-        "PRIMARY KEY (object_id, relation, principal_kind, principal_id))",
+        "id TEXT PRIMARY KEY, object_kind TEXT NOT NULL, object_id TEXT NOT NULL, "
+        "relation TEXT NOT NULL, principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL, "
+        "created_at TEXT NOT NULL)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_principal "
         f"ON {p}icelog_grants (principal_id, object_id)",
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_object ON {p}icelog_grants (object_id)",
         f"CREATE TABLE IF NOT EXISTS {p}icelog_roles ("
         "id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT, "
         "created_at TEXT NOT NULL, updated_at TEXT)",
