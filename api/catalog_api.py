@@ -5,6 +5,7 @@ handlers take."""
 
 from __future__ import annotations
 
+from icelog.api.auth import guards as g
 from icelog.api.edge import Operation
 from icelog.api.models.catalog import (
     CatalogConfig,
@@ -48,6 +49,7 @@ CATALOG_OPERATIONS: list[Operation] = [
         namespaces.list_namespaces,
         query=ListNamespacesQuery,
         response=ListNamespacesResponse,
+        guard=g.on_list("namespace"),
     ),
     Operation(
         "POST",
@@ -55,33 +57,101 @@ CATALOG_OPERATIONS: list[Operation] = [
         namespaces.create_namespace,
         body=CreateNamespaceRequest,
         response=CreateNamespaceResponse,
+        guard=g.on_new_namespace,
     ),
     Operation(
-        "GET", NS, namespaces.load_namespace, response=CreateNamespaceResponse, also_head=True
+        "GET",
+        NS,
+        namespaces.load_namespace,
+        response=CreateNamespaceResponse,
+        also_head=True,
+        guard=g.on_namespace("get_metadata"),
     ),
-    Operation("DELETE", NS, namespaces.drop_namespace, query=DropNamespaceQuery),
+    Operation(
+        "DELETE",
+        NS,
+        namespaces.drop_namespace,
+        query=DropNamespaceQuery,
+        guard=g.on_namespace("delete"),
+    ),
     Operation(
         "POST",
         NS + "/properties",
         namespaces.update_properties,
         body=UpdateNamespacePropertiesRequest,
         response=UpdateNamespacePropertiesResponse,
+        guard=g.on_namespace("update_properties"),
     ),
     Operation(
-        "GET", NS + "/tables", tables.list_tables, query=PageQuery, response=ListTablesResponse
-    ),
-    Operation("POST", NS + "/tables", tables.create_table, body=CreateTableRequest),
-    Operation("GET", TABLE, tables.load_table, also_head=True),
-    Operation("POST", TABLE, tables.commit_table, body=CommitTableRequest),
-    Operation("DELETE", TABLE, tables.drop_table, query=DropTableQuery),
-    Operation("POST", TABLE + "/metrics", tables.report_metrics, body=ReportMetricsRequest),
-    Operation("POST", NS + "/register", tables.register_table, body=RegisterTableRequest),
-    Operation("POST", "/tables/rename", tables.rename_table, body=RenameTableRequest),
-    Operation(
-        "POST", "/transactions/commit", tables.commit_transaction, body=CommitTransactionRequest
+        "GET",
+        NS + "/tables",
+        tables.list_tables,
+        query=PageQuery,
+        response=ListTablesResponse,
+        guard=g.on_list("table"),
     ),
     Operation(
-        "GET", TABLE + "/credentials", tables.load_credentials, response=LoadCredentialsResponse
+        "POST",
+        NS + "/tables",
+        tables.create_table,
+        body=CreateTableRequest,
+        guard=g.on_namespace("create_table"),
+    ),
+    Operation(
+        "GET",
+        TABLE,
+        tables.load_table,
+        also_head=True,
+        guard=g.on_tabular("table", "get_metadata", "table"),
+    ),
+    Operation(
+        "POST",
+        TABLE,
+        tables.commit_table,
+        body=CommitTableRequest,
+        guard=g.on_tabular("table", "commit", "table"),
+    ),
+    Operation(
+        "DELETE",
+        TABLE,
+        tables.drop_table,
+        query=DropTableQuery,
+        guard=g.on_tabular("table", "drop", "table"),
+    ),
+    Operation(
+        "POST",
+        TABLE + "/metrics",
+        tables.report_metrics,
+        body=ReportMetricsRequest,
+        guard=g.on_tabular("table", "get_metadata", "table"),
+    ),
+    Operation(
+        "POST",
+        NS + "/register",
+        tables.register_table,
+        body=RegisterTableRequest,
+        guard=g.on_namespace("create_table"),
+    ),
+    Operation(
+        "POST",
+        "/tables/rename",
+        tables.rename_table,
+        body=RenameTableRequest,
+        guard=g.on_rename("table"),
+    ),
+    Operation(
+        "POST",
+        "/transactions/commit",
+        tables.commit_transaction,
+        body=CommitTransactionRequest,
+        guard=g.on_transaction,
+    ),
+    Operation(
+        "GET",
+        TABLE + "/credentials",
+        tables.load_credentials,
+        response=LoadCredentialsResponse,
+        guard=g.on_tabular("table", "read_data", "table"),
     ),
     Operation(
         "POST",
@@ -89,6 +159,7 @@ CATALOG_OPERATIONS: list[Operation] = [
         signing.sign_table_request,
         body=S3SignRequest,
         response=S3SignResponse,
+        guard=g.on_sign,
     ),
     Operation(
         "POST",
@@ -96,20 +167,53 @@ CATALOG_OPERATIONS: list[Operation] = [
         signing.sign_warehouse_request,
         body=S3SignRequest,
         response=S3SignResponse,
+        guard=g.on_warehouse_sign,
     ),
-    Operation("GET", NS + "/views", views.list_views, query=PageQuery, response=ListTablesResponse),
     Operation(
-        "POST", NS + "/views", views.create_view, body=CreateViewRequest, response=ViewResult
+        "GET",
+        NS + "/views",
+        views.list_views,
+        query=PageQuery,
+        response=ListTablesResponse,
+        guard=g.on_list("view"),
     ),
-    Operation("GET", VIEW, views.load_view, also_head=True),
-    Operation("POST", VIEW, views.replace_view, body=CommitViewRequest, response=ViewResult),
-    Operation("DELETE", VIEW, views.drop_view),
+    Operation(
+        "POST",
+        NS + "/views",
+        views.create_view,
+        body=CreateViewRequest,
+        response=ViewResult,
+        guard=g.on_namespace("create_view"),
+    ),
+    Operation(
+        "GET",
+        VIEW,
+        views.load_view,
+        also_head=True,
+        guard=g.on_tabular("view", "get_metadata", "view"),
+    ),
+    Operation(
+        "POST",
+        VIEW,
+        views.replace_view,
+        body=CommitViewRequest,
+        response=ViewResult,
+        guard=g.on_tabular("view", "commit", "view"),
+    ),
+    Operation("DELETE", VIEW, views.drop_view, guard=g.on_tabular("view", "drop", "view")),
     Operation(
         "POST",
         NS + "/register-view",
         views.register_view,
         body=RegisterViewRequest,
         response=ViewResult,
+        guard=g.on_namespace("create_view"),
     ),
-    Operation("POST", "/views/rename", views.rename_view, body=RenameTableRequest),
+    Operation(
+        "POST",
+        "/views/rename",
+        views.rename_view,
+        body=RenameTableRequest,
+        guard=g.on_rename("view"),
+    ),
 ]

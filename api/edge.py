@@ -103,6 +103,9 @@ class Operation:
     also_head: bool = False
     operation_id: str = field(default="")
     deprecated: bool = False
+    # The right the route needs (api/auth/guards.py): (request, body, query) -> None, raising
+    # 403/404. None: the handler checks itself, or the route is open to every caller.
+    guard: Callable[[Request, Any, Any], None] | None = None
 
     @property
     def methods(self) -> list[str]:
@@ -184,6 +187,7 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
     handler = operation.handler
     is_async = inspect.iscoroutinefunction(handler)
     body_model, query_model = operation.body, operation.query
+    guard = operation.guard
 
     async def endpoint(request: Request) -> Response:
         kwargs: dict[str, Any] = {}
@@ -193,6 +197,10 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
             )
         if query_model is not None:
             kwargs["query"] = parse_query(query_model, request)
+        authorizer = getattr(request.app.state, "authorizer", None)
+        if guard is not None and authorizer is not None and authorizer.enabled:
+            # Without a provider (AllowAll) nothing is checked and nothing is read.
+            await run_in_threadpool(guard, request, kwargs.get("body"), kwargs.get("query"))
         result: Result
         if is_async:
             result = await cast(Callable[..., Awaitable[Result]], handler)(request, **kwargs)
@@ -302,8 +310,8 @@ def openapi_paths(operations: Iterable[Operation], base: str) -> dict[str, Any]:
             }
         else:
             responses["204"] = {"description": "Done; no content"}
-        # 401: with an identity provider (api/auth) every management route needs a token.
-        for status in sorted({*op.errors, 401, 500}):
+        # 401, 403: with an identity provider (api/auth) every route needs a token and a right.
+        for status in sorted({*op.errors, 401, 403, 500}):
             responses[str(status)] = _error(status)
         operation: dict[str, Any] = {
             "operationId": op.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from icelog.api.auth.management_guards import guarded
 from icelog.api.edge import Operation
 from icelog.api.event_log import as_of, list_events, tabular_history
 from icelog.api.models import audit, lifecycle
@@ -298,7 +299,8 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
     # -- audit
     Operation(
         "GET", "/events", list_events, "The event log, paged by position, with filters", "audit",
-        query=audit.EventsQuery, response=audit.EventPage, operation_id="listEvents",
+        query=audit.EventsQuery, response=audit.EventPage, errors=(400, 404),
+        operation_id="listEvents",
     ),
     Operation(
         "GET", "/as-of", as_of,
@@ -309,3 +311,4 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
     _history("table"),
     _history("view"),
 ]  # fmt: skip
+MANAGEMENT_OPERATIONS = guarded(MANAGEMENT_OPERATIONS)

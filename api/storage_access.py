@@ -75,13 +75,16 @@ class StorageAccess:
     def profile(self, warehouse_id: UUID) -> dict[str, Any]:
         return self._catalog.storage_profile(warehouse_id)
 
-    def vend(self, profile: dict[str, Any], location: str) -> list[dict[str, Any]]:
+    def vend(
+        self, profile: dict[str, Any], location: str, *, write: bool = True
+    ) -> list[dict[str, Any]]:
+        """`write`: read-write credentials (the caller may modify the table), else read-only."""
         credential = credential_for(profile, self._catalog.secrets)
         vended = self._vendor.vend(
             profile,
             access_for(profile, self._catalog.secrets),
             location,
-            write=True,  # no read-only principals yet: every caller may write
+            write=write,
             external_id=credential.get("external-id"),
         )
         return storage_credentials(vended)
@@ -94,6 +97,7 @@ class StorageAccess:
         location: str,
         delegation: str | None,
         catalog_root: str,
+        write: bool = True,
     ) -> TableAccess:
         """`catalog_root` is the URL clients reach `/catalog` at (signer requests go there)."""
         profile = self.profile(warehouse_id)
@@ -103,7 +107,7 @@ class StorageAccess:
         access = TableAccess(client_config(profile))
         path = table_path(str(warehouse_id), name)
         if VENDED in modes and profile.get("sts-enabled"):
-            access.storage_credentials = self.vend(profile, location)
+            access.storage_credentials = self.vend(profile, location, write=write)
             access.config |= access.storage_credentials[0]["config"]
             # Java refreshes expiring credentials through this endpoint.
             access.config["client.refresh-credentials-endpoint"] = f"{path}/credentials"

@@ -14,7 +14,7 @@ from eventsourcing.sqlite import SQLiteDatastore
 from psycopg.rows import tuple_row
 
 from icelog.domain.errors import BadRequestError
-from icelog.domain.identifiers import NamespaceName
+from icelog.domain.identifiers import SEPARATOR, NamespaceName
 
 Rows = list[tuple[Any, ...]]
 
@@ -39,6 +39,23 @@ def decode_token(token: str) -> str:
     if "\x00" in decoded:  # never in a key we issue; PostgreSQL text cannot hold it
         raise BadRequestError(f"Invalid pageToken: {token!r}")
     return decoded
+
+
+def _navigable(principal_ids: list[str]) -> tuple[str, tuple[str, ...]]:
+    """SQL on namespace row `n`: the principals hold a grant on it, on a namespace inside it,
+    or on a table or view inside it. Prefixes compare by `substr`, not LIKE, so that `%` and
+    `_` in names mean nothing."""
+    marks = ", ".join("?" for _ in principal_ids)
+    inside = (
+        "(d.ns_key = n.ns_key OR substr(d.ns_key, 1, length(n.ns_key) + 1) = n.ns_key || ?)"
+    )
+    clause = (
+        "(EXISTS (SELECT 1 FROM icelog_grants g JOIN icelog_namespaces d ON d.id = g.object_id "
+        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND g.principal_id IN ({marks})) "
+        "OR EXISTS (SELECT 1 FROM icelog_grants g JOIN icelog_tabulars d ON d.id = g.object_id "
+        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND g.principal_id IN ({marks})))"
+    )
+    return clause, (SEPARATOR, *principal_ids, SEPARATOR, *principal_ids)
 
 
 class CatalogQueries:
@@ -195,6 +212,15 @@ class CatalogQueries:
         )
         return None if r is None else (str(r[0]), NamespaceName.from_key(r[1]))
 
+    def tabular_id(self, warehouse_id: str, ns: NamespaceName, name: str) -> tuple[str, str] | None:
+        """(id, kind) of the live table or view of that name."""
+        r = self.row(
+            "SELECT id, kind FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? "
+            "AND name = ?",
+            (warehouse_id, ns.key, name),
+        )
+        return None if r is None else (str(r[0]), str(r[1]))
+
     def tabular_by_id(self, tabular_id: str) -> tuple[str, NamespaceName, str, str] | None:
         """(warehouse id, namespace, name, kind) of a live table or view."""
         r = self.row(
@@ -250,14 +276,26 @@ class CatalogQueries:
         )
 
     def list_namespaces(
-        self, warehouse_id: str, parent: NamespaceName | None, token: str | None, size: int | None
+        self,
+        warehouse_id: str,
+        parent: NamespaceName | None,
+        token: str | None,
+        size: int | None,
+        visible_to: list[str] | None = None,
     ) -> tuple[list[list[str]], str | None]:
+        """`visible_to` (principal ids): only namespaces they hold a grant on, or on something
+        inside (bottom-up navigation), decided in this one query."""
         after = decode_token(token) if token else ""
         sql = (
-            "SELECT ns_key FROM icelog_namespaces WHERE warehouse_id = ? AND parent_key = ? "
-            "AND ns_key > ? ORDER BY ns_key"
+            "SELECT ns_key FROM icelog_namespaces n WHERE warehouse_id = ? AND parent_key = ? "
+            "AND ns_key > ?"
         )
         params: tuple[Any, ...] = (warehouse_id, parent.key if parent else "", after)
+        if visible_to is not None:
+            clause, extra = _navigable(visible_to)
+            sql += f" AND {clause}"
+            params = (*params, *extra)
+        sql += " ORDER BY ns_key"
         if size is not None:
             sql += " LIMIT ?"
             params = (*params, size + 1)
@@ -276,13 +314,23 @@ class CatalogQueries:
         kind: str,
         token: str | None,
         size: int | None,
+        visible_to: list[str] | None = None,
     ) -> tuple[list[str], str | None]:
         after = decode_token(token) if token else ""
         sql = (
             "SELECT name FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? AND kind = ? "
-            "AND name > ? ORDER BY name"
+            "AND name > ?"
         )
         params: tuple[Any, ...] = (warehouse_id, ns.key, kind, after)
+        if visible_to is not None:
+            # Only what they hold a grant on (the caller may not describe the namespace).
+            marks = ", ".join("?" for _ in visible_to)
+            sql += (
+                " AND id IN (SELECT object_id FROM icelog_grants "
+                f"WHERE principal_id IN ({marks}))"
+            )
+            params = (*params, *visible_to)
+        sql += " ORDER BY name"
         if size is not None:
             sql += " LIMIT ?"
             params = (*params, size + 1)

@@ -86,7 +86,9 @@ class ServerInfo(Answer):
     bootstrapped: bool
     server_id: UUID
     default_project_id: UUID
-    authz_backend: Literal["allow-all"]
+    authz_backend: Literal["allow-all", "grants"] = documented(
+        "`allow-all` without an identity provider; `grants`: icelog's in-process authorizer"
+    )
     aws_system_identities_enabled: bool
     azure_system_identities_enabled: bool
     gcp_system_identities_enabled: bool

@@ -6,10 +6,12 @@ from uuid import UUID
 
 from starlette.requests import Request
 
+from icelog.api.auth.guards import require
 from icelog.api.models.catalog import CatalogConfig, ConfigQuery
 from icelog.api.routes import services
 from icelog.domain.errors import BadRequestError, NoSuchWarehouseError
 from icelog.domain.identifiers import NIL_UUID, reject_control_characters
+from icelog.domain.permissions import ObjectRef
 
 # Exactly the routes this server serves: clients treat the list as a contract, and
 # DuckDB sends all commits to transactions/commit whenever it is listed.
@@ -70,6 +72,8 @@ def get_config(request: Request, query: ConfigQuery) -> CatalogConfig:
         warehouse_id = str(warehouse["id"])
     else:
         warehouse_id = svc.default_warehouse_id()
+    if request.app.state.authorizer.enabled:
+        require(request, ObjectRef("warehouse", warehouse_id), "get_config", wanted or "")
     return CatalogConfig(
         defaults={},
         overrides={"prefix": warehouse_id, "namespace-separator": "%1F"},

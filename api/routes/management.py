@@ -8,6 +8,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
+from icelog.api.auth.guards import visible
 from icelog.api.http import context, parse_uuid
 from icelog.api.models.management import (
     BootstrapRequest,
@@ -60,7 +61,8 @@ def info(request: Request) -> ServerInfo:
         bootstrapped=svc.catalog.is_bootstrapped(),
         server_id=SERVER_ID,
         default_project_id=NIL_UUID,
-        authz_backend="allow-all",
+        # No provider: everyone may do everything; with one, the grants decide (api/auth).
+        authz_backend="grants" if request.app.state.authorizer.enabled else "allow-all",
         aws_system_identities_enabled=False,
         azure_system_identities_enabled=False,
         gcp_system_identities_enabled=False,
@@ -93,7 +95,12 @@ def create_project(request: Request, body: CreateProjectRequest) -> CreateProjec
 
 
 def list_projects(request: Request) -> ListProjectsResponse:
-    return ListProjectsResponse.model_validate({"projects": services(request).queries.projects()})
+    """The projects the caller may see: all without a provider."""
+    projects = services(request).queries.projects()
+    shown = visible(request, "project", [p["project-id"] for p in projects])
+    return ListProjectsResponse.model_validate(
+        {"projects": [p for p in projects if p["project-id"] in shown]}
+    )
 
 
 def get_project(request: Request) -> GetProjectResponse:
@@ -165,6 +172,8 @@ def get_warehouse_row(request: Request) -> dict[str, Any]:
 
 def list_warehouses(request: Request) -> ListWarehousesResponse:
     warehouses = services(request).queries.warehouses(str(_project_from(request)))
+    shown = visible(request, "warehouse", [str(w["id"]) for w in warehouses])
+    warehouses = [w for w in warehouses if str(w["id"]) in shown]
     return ListWarehousesResponse.model_validate(
         {"warehouses": [{**w, "protected": False} for w in warehouses]}
     )

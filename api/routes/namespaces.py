@@ -6,6 +6,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
+from icelog.api.auth.guards import hide_empty, list_filter
 from icelog.api.http import context, namespace_from_query, namespace_param, page_of
 from icelog.api.models.catalog import (
     CreateNamespaceRequest,
@@ -33,7 +34,10 @@ def list_namespaces(request: Request, query: ListNamespacesQuery) -> ListNamespa
     if parent is not None and not svc.queries.namespace_exists(warehouse_id, parent):
         raise NoSuchNamespaceError(f"Namespace does not exist: {parent.dotted}")
     token, size = page_of(query)
-    names, next_token = svc.queries.list_namespaces(warehouse_id, parent, token, size)
+    names, next_token = svc.queries.list_namespaces(
+        warehouse_id, parent, token, size, visible_to=list_filter(request)
+    )
+    hide_empty(request, names)
     return ListNamespacesResponse(namespaces=names, next_page_token=next_token)
 
 

@@ -10,7 +10,7 @@ import orjson
 from starlette.requests import Request
 
 from icelog.api.auth.authorizer import SERVER, Authorizer, ancestors
-from icelog.api.auth.principal import Principal
+from icelog.api.auth.guards import principals, require
 from icelog.api.http import context, namespace_from_query, parse_uuid, path_param
 from icelog.api.models.permissions import (
     AccessQuery,
@@ -52,16 +52,7 @@ def authorizer(request: Request) -> Authorizer:
 
 
 def caller(request: Request) -> frozenset[PrincipalRef]:
-    principal = getattr(request.state, "principal", None)
-    user = principal.user_id if isinstance(principal, Principal) else "anonymous"
-    return authorizer(request).principals(user)
-
-
-def require(request: Request, obj: ObjectRef, action: str) -> None:
-    """403 unless the caller may do `action` on `obj`."""
-    caps, own = authorizer(request).decide(caller(request), obj)
-    if not allows(obj.kind, action, caps, own):
-        raise ForbiddenError(f"Not allowed: {action} on {obj.kind} {obj.id}")
+    return principals(request)
 
 
 # -- which object a path names -------------------------------------------------------------

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from icelog.api.auth.guards import hide_empty, list_filter, may_write_data
 from icelog.api.http import (
     context,
     namespace_param,
@@ -61,6 +62,7 @@ def table_access(
         location=location,
         delegation=request.headers.get("x-iceberg-access-delegation"),
         catalog_root=catalog_root(request),
+        write=may_write_data(request),
     )
 
 
@@ -111,7 +113,10 @@ def list_tabulars(request: Request, kind: str, query: PageQuery) -> ListTablesRe
     if not svc.queries.namespace_exists(warehouse_id, ns):
         raise NoSuchNamespaceError(f"Namespace does not exist: {ns.dotted}")
     token, size = page_of(query)
-    names, next_token = svc.queries.list_tabulars(warehouse_id, ns, kind, token, size)
+    names, next_token = svc.queries.list_tabulars(
+        warehouse_id, ns, kind, token, size, visible_to=list_filter(request)
+    )
+    hide_empty(request, names)
     return ListTablesResponse(
         identifiers=[TableIdentifier(namespace=ns.as_list(), name=n) for n in names],
         next_page_token=next_token,
@@ -285,7 +290,7 @@ def load_credentials(request: Request) -> LoadCredentialsResponse:
     profile = svc.access.profile(wid)
     if profile.get("type") != "s3" or not profile.get("sts-enabled"):
         return LoadCredentialsResponse(storage_credentials=[])
-    vended = svc.access.vend(profile, location)
+    vended = svc.access.vend(profile, location, write=may_write_data(request))
     return LoadCredentialsResponse(
         storage_credentials=[StorageCredential.model_validate(c) for c in vended]
     )

@@ -7,6 +7,8 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 
+from icelog.api.auth.authorizer import SERVER
+from icelog.api.auth.guards import require
 from icelog.api.auth.principal import Principal
 from icelog.api.http import context, path_param
 from icelog.api.models.users import (
@@ -85,6 +87,10 @@ def create_user(request: Request, body: CreateUserRequest) -> User:
     else:
         if body.name is None:
             raise BadRequestError("name is required with an id")
+        someone_else = body.id != (principal.user_id if principal else None)
+        if someone_else and request.app.state.authorizer.enabled:
+            # Recording someone else is the server admin's (Lakekeeper: provision_users).
+            require(request, SERVER, "provision_users")
         facts = UserFacts(body.id, body.name, body.email, body.user_type or "human")
         how = BY_CREATE_ENDPOINT
     svc = services(request)

@@ -34,10 +34,36 @@ def idp() -> Iterator[TestIdentityProvider]:
 
 @pytest.fixture(scope="module")
 def server(catalog_server_factory: ServerFactory, idp: TestIdentityProvider) -> CatalogServer:
-    return catalog_server_factory(
+    """Alice bootstraps (project_admin of the default project) and hands out rights on the
+    default warehouse: bob reads, the etl client writes, carol administers the data."""
+    server = catalog_server_factory(
         "sqlite",
         env={"ICELOG_OPENID_PROVIDER_URI": idp.uri, "ICELOG_OPENID_AUDIENCE": "icelog"},
     )
+    alice = {"Authorization": f"Bearer {idp.issue('alice')}"}
+    management = f"{server.base}/management/v1"
+    bootstrap = httpx.post(
+        f"{management}/bootstrap", json={"accept-terms-of-use": True}, headers=alice
+    )
+    assert bootstrap.status_code == 204, bootstrap.text
+    config = httpx.get(f"{server.uri}/v1/config", params={"warehouse": "default"}, headers=alice)
+    warehouse = config.json()["overrides"]["prefix"]
+    writes = [
+        {"type": "select", "user": "oidc~bob"},
+        {"type": "modify", "user": "oidc~service-account-etl"},
+        {"type": "create", "user": "oidc~service-account-etl"},
+    ]
+    granted = httpx.post(
+        f"{management}/permissions/warehouse/{warehouse}/assignments",
+        json={"writes": writes}, headers=alice,
+    )  # fmt: skip
+    assert granted.status_code == 204, granted.text
+    project = httpx.post(
+        f"{management}/permissions/project/assignments",
+        json={"writes": [{"type": "data_admin", "user": "oidc~carol"}]}, headers=alice,
+    )  # fmt: skip
+    assert project.status_code == 204, project.text
+    return server
 
 
 def test_without_a_token_clients_are_refused(server: CatalogServer) -> None:

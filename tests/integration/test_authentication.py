@@ -68,6 +68,9 @@ def test_a_first_call_provisions_the_user_and_every_event_carries_them(authed: A
     token = authed.idp.issue(
         "alice", extra_claims={"name": "Alice Liddell", "email": "alice@example.com"}
     )
+    # Alice's first call: she bootstraps (and so may use the default warehouse).
+    bootstrap = {"accept-terms-of-use": True}
+    assert authed.call("POST", "/management/v1/bootstrap", token, json=bootstrap).status_code == 204
     config = authed.call("GET", "/catalog/v1/config", token, params={"warehouse": "default"})
     assert config.status_code == 200, config.text
     prefix = config.json()["overrides"]["prefix"]
@@ -105,6 +108,8 @@ def test_users_list_get_and_delete(authed: Authed) -> None:
     alice = authed.idp.issue("alice", extra_claims={"name": "Alice"})
     bob = authed.idp.issue("bob", extra_claims={"name": "Bob", "email": "bob@example.com"})
     app = authed.idp.issue("svc-etl", extra_claims={"app_displayname": "ETL"})
+    bootstrap = {"accept-terms-of-use": True}  # alice administers users
+    assert authed.call("POST", "/management/v1/bootstrap", alice, json=bootstrap).status_code == 204
     for token in (alice, bob, app):
         assert authed.call("GET", "/management/v1/whoami", token).status_code == 200
     listed = authed.call("GET", "/management/v1/user", alice).json()
