@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -121,6 +121,32 @@ class Indexer:
                 after=token.after if token is not None else None,
             ),
         )
+
+    def resolve(self, moment: tuple[int | None, int | None]) -> int:
+        """The position of the last event at or before a (position, time_us)."""
+        self._ready()
+        ask = AsOfRequest(position=moment[0], time_us=moment[1], warehouse_id=None,
+                          page_size=1, page_token=None)  # fmt: skip
+        return self._moment(moment[0], ask)[0]
+
+    def grants_at(
+        self,
+        moment: tuple[int | None, int | None],
+        *,
+        principal_ids: Sequence[str] = (),
+        object_id: str = "",
+    ) -> tuple[int, str | None, list[tuple[str, str, str, str, str]]]:
+        """Grants held at a past (position, time_us): the moment it resolved to, and the
+        grants (object kind, object id, relation, principal kind, principal id)."""
+        self._ready()
+        ask = AsOfRequest(position=moment[0], time_us=moment[1], warehouse_id=None,
+                          page_size=1, page_token=None)  # fmt: skip
+        position, time = self._moment(moment[0], ask)
+        with self.history.reading() as cur:
+            rows = self.history.grants_at(
+                cur, position, principal_ids=principal_ids, object_id=object_id
+            )
+        return position, time, rows
 
     def _moment(self, target: int | None, ask: AsOfRequest) -> tuple[int, str | None]:
         """The last event at or before `target` (else at or before `ask.time_us`): its

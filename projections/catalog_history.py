@@ -39,13 +39,17 @@ import orjson
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import tuple_row
 
+from icelog.domain.grants import Grants
 from icelog.domain.identifiers import SEPARATOR
 from icelog.domain.namespace import Namespace
+from icelog.domain.ownership import owned_by_creation
 from icelog.domain.project import Project
+from icelog.domain.role import Role
 from icelog.domain.table import Table
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
 from icelog.projections.event_index import EventIndex, IndexRow
+from icelog.projections.schema import grant_row_id
 from icelog.projections.sql import SqlStore, write_transaction
 
 # Kinds, in the order a warehouse's rows sort: the warehouse, then per namespace the
@@ -56,7 +60,8 @@ LIVE, SOFT_DELETED, DROPPED = "live", "soft-deleted", "dropped"
 VERSIONS = "icelog_catalog_versions"
 LOCATIONS = "icelog_catalog_locations"
 TRACKING = "icelog_catalog_history_position"
-TABLES = (VERSIONS, LOCATIONS, TRACKING)
+GRANTS = "icelog_grant_versions"
+TABLES = (VERSIONS, LOCATIONS, TRACKING, GRANTS)
 
 _COLUMNS = (
     "warehouse_id, ns_key, kind, name, entity_id, from_position, to_position, state, "
@@ -86,6 +91,23 @@ def schema(dialect: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {TRACKING} ("
         f"id INTEGER PRIMARY KEY CHECK (id = 1), position {big} NOT NULL)",
         f"INSERT INTO {TRACKING} (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+        *grant_schema(dialect),
+    ]
+
+
+def grant_schema(dialect: str) -> list[str]:
+    """`icelog_grant_versions`: every grant with the log positions it held from and to
+    (NULL: still held), for who-could-do-what-when (docs/auth.md)."""
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    return [
+        f"CREATE TABLE IF NOT EXISTS {GRANTS} ("
+        f"grant_id TEXT NOT NULL, from_position {big} NOT NULL, to_position {big}, "
+        "object_kind TEXT NOT NULL, object_id TEXT NOT NULL, relation TEXT NOT NULL, "
+        "principal_kind TEXT NOT NULL, principal_id TEXT NOT NULL, "
+        "PRIMARY KEY (grant_id, from_position))",
+        f"CREATE INDEX IF NOT EXISTS {GRANTS}_by_principal "
+        f"ON {GRANTS} (principal_id, from_position)",
+        f"CREATE INDEX IF NOT EXISTS {GRANTS}_by_object ON {GRANTS} (object_id, from_position)",
     ]
 
 
@@ -342,7 +364,71 @@ class CatalogHistory(SqlStore):
         found = cur.fetchone()
         return int(found[0]) if found else 0
 
+    def _fold_grants(self, cur: Any, position: int, event: Any) -> None:
+        """Grants begin and end (in log order, within the batch's transaction)."""
+        Grant = tuple[str, str, str, str, str]
+        begin: Grant | None = None
+        end: Grant | None = None
+        if isinstance(event, Grants.Granted | Grants.Revoked):
+            grant = (event.object_kind, event.object_id, event.relation,
+                     event.principal_kind, event.principal_id)  # fmt: skip
+            begin, end = (grant, None) if isinstance(event, Grants.Granted) else (None, grant)
+        elif isinstance(event, Role.Deleted):
+            role = str(event.originator_id)
+            self._execute(
+                cur,
+                f"UPDATE {GRANTS} SET to_position = ? WHERE to_position IS NULL AND "
+                "(object_id = ? OR (principal_kind = 'role' AND principal_id = ?))",
+                (position, role, role),
+            )
+            return
+        else:
+            owned = owned_by_creation(event)
+            if owned is not None:
+                begin = (owned.kind, owned.id, "ownership", "user", event.actor)
+        for found in (end, begin):
+            if found is None:
+                continue
+            grant = found
+            grant_id = grant_row_id(grant[1], grant[2], grant[3], grant[4])
+            self._execute(
+                cur,
+                f"UPDATE {GRANTS} SET to_position = ? WHERE grant_id = ? AND to_position IS NULL",
+                (position, grant_id),
+            )
+            if grant is begin:
+                self._execute(
+                    cur,
+                    f"INSERT INTO {GRANTS} (grant_id, from_position, to_position, object_kind, "
+                    "object_id, relation, principal_kind, principal_id) "
+                    "VALUES (?, ?, NULL, ?, ?, ?, ?, ?)",
+                    (grant_id, position, *grant),
+                )
+
+    def grants_at(
+        self, cur: Any, position: int, *, principal_ids: Sequence[str] = (), object_id: str = ""
+    ) -> list[tuple[str, str, str, str, str]]:
+        """Grants held at `position`, of these principals or on this object:
+        (object kind, object id, relation, principal kind, principal id)."""
+        if object_id:
+            where, params = "object_id = ?", [object_id]
+        else:
+            if not principal_ids:
+                return []
+            where = f"principal_id IN ({', '.join('?' * len(principal_ids))})"
+            params = list(principal_ids)
+        self._execute(
+            cur,
+            f"SELECT object_kind, object_id, relation, principal_kind, principal_id FROM {GRANTS} "
+            f"WHERE {where} AND from_position <= ? AND (to_position IS NULL OR to_position > ?) "
+            "ORDER BY object_id, relation, principal_kind, principal_id",
+            [*params, position, position],
+        )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in cur.fetchall()]
+
     def _fold(self, cur: Any, events: Sequence[tuple[int, Any]]) -> None:
+        for position, event in events:
+            self._fold_grants(cur, position, event)
         fold = BatchFold.starting_from(self._current(cur, versioned_ids(events)))
         for position, event in events:
             fold.apply(position, event)

@@ -170,6 +170,7 @@ STEPS: tuple[Step, ...] = (
     Step(9, "catalog history (as-of)", _statements(catalog_history.schema)),
     Step(10, "users", _statements(lambda _d: schema.users_statements())),
     Step(11, "grants and roles", _statements(lambda _d: schema.grants_statements())),
+    Step(12, "grant history (as-of)", _statements(catalog_history.grant_schema)),
 )
 LATEST = STEPS[-1].version
 

@@ -46,9 +46,7 @@ def _navigable(principal_ids: list[str]) -> tuple[str, tuple[str, ...]]:
     or on a table or view inside it. Prefixes compare by `substr`, not LIKE, so that `%` and
     `_` in names mean nothing."""
     marks = ", ".join("?" for _ in principal_ids)
-    inside = (
-        "(d.ns_key = n.ns_key OR substr(d.ns_key, 1, length(n.ns_key) + 1) = n.ns_key || ?)"
-    )
+    inside = "(d.ns_key = n.ns_key OR substr(d.ns_key, 1, length(n.ns_key) + 1) = n.ns_key || ?)"
     clause = (
         "(EXISTS (SELECT 1 FROM icelog_grants g JOIN icelog_namespaces d ON d.id = g.object_id "
         f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND g.principal_id IN ({marks})) "
@@ -326,8 +324,7 @@ class CatalogQueries:
             # Only what they hold a grant on (the caller may not describe the namespace).
             marks = ", ".join("?" for _ in visible_to)
             sql += (
-                " AND id IN (SELECT object_id FROM icelog_grants "
-                f"WHERE principal_id IN ({marks}))"
+                f" AND id IN (SELECT object_id FROM icelog_grants WHERE principal_id IN ({marks}))"
             )
             params = (*params, *visible_to)
         sql += " ORDER BY name"

@@ -60,21 +60,29 @@ class AllowAll:
         return EVERYTHING, frozenset()
 
 
+class GrantSource(Protocol):
+    def grants_held(self, principal_ids: list[str]) -> list[tuple[str, str, str, str]]:
+        """(object kind, object id, relation, principal id) of every grant they hold."""
+        ...
+
+
 class GrantAuthorizer:
     """From the grants read model: the caller's roles (nested), then the relations they hold
-    on the object and its ancestors, in one query each."""
+    on the object and its ancestors, in one query each. `grants`: where grants are read
+    (default the live read model; `GrantsAsOf` for a past moment)."""
 
     enabled = True
 
-    def __init__(self, queries: CatalogQueries) -> None:
+    def __init__(self, queries: CatalogQueries, grants: GrantSource | None = None) -> None:
         self.queries = queries
+        self.grants: GrantSource = grants if grants is not None else queries
 
     def principals(self, user_id: str) -> frozenset[PrincipalRef]:
         memberships: dict[PrincipalRef, list[str]] = {}
         pending = [user_id]
         seen: set[str] = set()
         while pending:  # one query per level of role nesting
-            rows = self.queries.grants_held(pending)
+            rows = self.grants.grants_held(pending)
             seen.update(pending)
             pending = []
             for kind, object_id, relation, principal_id in rows:
@@ -91,7 +99,7 @@ class GrantAuthorizer:
         chain = self.chain(obj)
         ids = {o.id for o in chain}
         held: dict[ObjectRef, set[str]] = {}
-        for kind, object_id, relation, _ in self.queries.grants_held([p.id for p in principals]):
+        for kind, object_id, relation, _ in self.grants.grants_held([p.id for p in principals]):
             if object_id in ids and kind in KINDS:
                 held.setdefault(ObjectRef(kind, object_id), set()).add(relation)
         own = frozenset(held.get(obj, set()))

@@ -37,6 +37,9 @@ class AssignmentAnswer(Answer):
 
 class GetAssignmentsResponse(Answer):
     assignments: list[AssignmentAnswer]
+    as_of_position: int | None = Field(
+        default=None, description="With `as-of`: the log position the answer is as of"
+    )
 
 
 class UpdateAssignmentsRequest(Body):
@@ -44,19 +47,31 @@ class UpdateAssignmentsRequest(Body):
     deletes: list[Assignment] = Field(default_factory=list, max_length=100)
 
 
+AS_OF = (
+    "A log position or an RFC 3339 time: the answer as the grants were then (who could do "
+    "what on 1 March); the object must still exist"
+)
+AsOf = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+
+
 class AssignmentsQuery(Query):
     relations: list[Relation] | None = Field(
         default=None, description="Only these relations (repeat the parameter)"
     )
+    as_of: AsOf | None = Field(default=None, alias="as-of", description=AS_OF)
 
 
 class AccessQuery(Query):
     principal_user: UserId | None = Field(default=None, alias="principalUser")
     principal_role: UUID | None = Field(default=None, alias="principalRole")
+    as_of: AsOf | None = Field(default=None, alias="as-of", description=AS_OF)
 
 
 class GetAccessResponse(Answer):
     allowed_actions: list[str]
+    as_of_position: int | None = Field(
+        default=None, description="With `as-of`: the log position the answer is as of"
+    )
 
 
 class CheckObject(Body):

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, cast
 from uuid import UUID
 
 import orjson
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import SERVER, Authorizer, ancestors
+from icelog.api.auth.authorizer import SERVER, Authorizer, GrantAuthorizer, ancestors
 from icelog.api.auth.guards import principals, require
+from icelog.api.auth.principal import Principal
+from icelog.api.event_log import Indexer
 from icelog.api.http import context, namespace_from_query, parse_uuid, path_param
 from icelog.api.models.permissions import (
     AccessQuery,
@@ -104,12 +107,20 @@ def get_assignments(
         obj = resolve(request)
         require(request, obj, "read_assignments")
         wanted = set(query.relations or ())
+        position = None
+        if query.as_of is not None:
+            position, _, rows = _indexer(request).grants_at(_moment(query.as_of), object_id=obj.id)
+            held = [(relation, kind, pid) for _, _, relation, kind, pid in rows]
+        else:
+            held = services(request).queries.grants_on(obj.id)
         found = [
             AssignmentAnswer.model_validate({"type": relation, kind: pid})
-            for relation, kind, pid in services(request).queries.grants_on(obj.id)
+            for relation, kind, pid in held
             if not wanted or relation in wanted
         ]
-        return GetAssignmentsResponse(assignments=found)
+        if position is None:
+            return GetAssignmentsResponse(assignments=found)
+        return GetAssignmentsResponse(assignments=found, as_of_position=position)
 
     return handler
 
@@ -149,19 +160,31 @@ def get_access(
 ) -> Callable[[Request, AccessQuery], GetAccessResponse]:
     def handler(request: Request, query: AccessQuery) -> GetAccessResponse:
         obj = resolve(request)
-        who = caller(request)
+        auth = authorizer(request)
+        position = None
+        if query.as_of is not None and auth.enabled:
+            past = GrantsAsOf(_indexer(request), _moment(query.as_of))
+            position = past.position
+            auth = GrantAuthorizer(services(request).queries, grants=past)
         if query.principal_user is not None or query.principal_role is not None:
             require(request, obj, "read_assignments")
-            who = _identity(request, query.principal_user, query.principal_role)
-        caps, own = authorizer(request).decide(who, obj)
-        return GetAccessResponse(allowed_actions=allowed_actions(obj.kind, caps, own))
+            who = _identity(auth, query.principal_user, query.principal_role)
+        else:
+            principal = getattr(request.state, "principal", None)
+            user = principal.user_id if isinstance(principal, Principal) else "anonymous"
+            who = auth.principals(user)
+        caps, own = auth.decide(who, obj)
+        allowed = allowed_actions(obj.kind, caps, own)
+        if position is None:
+            return GetAccessResponse(allowed_actions=allowed)
+        return GetAccessResponse(allowed_actions=allowed, as_of_position=position)
 
     return handler
 
 
-def _identity(request: Request, user: str | None, role: UUID | None) -> frozenset[PrincipalRef]:
+def _identity(auth: Authorizer, user: str | None, role: UUID | None) -> frozenset[PrincipalRef]:
     if user is not None:
-        return authorizer(request).principals(user)
+        return auth.principals(user)
     assert role is not None
     return frozenset({PrincipalRef("role", str(role))})
 
@@ -171,7 +194,7 @@ def check(request: Request, body: CheckRequest) -> CheckResponse:
     obj = _check_object(request, kind, target)
     if body.identity is not None and (body.identity.user or body.identity.role):
         require(request, obj, "read_assignments")
-        who = _identity(request, body.identity.user, body.identity.role)
+        who = _identity(authorizer(request), body.identity.user, body.identity.role)
     else:
         who = caller(request)
     if not target.action.startswith("grant_") and target.action not in ACTIONS[obj.kind]:
@@ -261,3 +284,35 @@ def delete_role(request: Request) -> None:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "delete")
     services(request).catalog.delete_role(context(request), rid)
+
+
+# -- who could do what, when ---------------------------------------------------------------
+def _indexer(request: Request) -> Indexer:
+    return cast(Indexer, request.app.state.indexer)
+
+
+def _moment(value: str) -> tuple[int | None, int | None]:
+    """`as-of`: a log position, or an RFC 3339 time with its offset."""
+    if value.isdigit():
+        return int(value), None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadRequestError(
+            f"as-of must be a log position or an RFC 3339 time: {value!r}"
+        ) from None
+    if when.tzinfo is None:
+        raise BadRequestError("as-of needs a time zone offset (e.g. Z)")
+    return None, int(when.timestamp() * 1_000_000)
+
+
+class GrantsAsOf:
+    """The grants as they were at a past moment (the catalog history's grant versions)."""
+
+    def __init__(self, indexer: Indexer, moment: tuple[int | None, int | None]) -> None:
+        self.indexer = indexer
+        self.position = indexer.resolve(moment)
+
+    def grants_held(self, principal_ids: list[str]) -> list[tuple[str, str, str, str]]:
+        _, _, rows = self.indexer.grants_at((self.position, None), principal_ids=principal_ids)
+        return [(kind, oid, relation, pid) for kind, oid, relation, _, pid in rows]

@@ -227,3 +227,43 @@ def test_grant_changes_are_events_with_their_actor(
 def test_without_a_provider_everything_is_allowed(api: Any) -> None:
     access = api.client.get(f"{MGMT}/permissions/server/access").json()["allowed-actions"]
     assert {"create_project", "list_users"} <= set(access)
+
+
+def test_who_could_do_what_at_a_past_moment(
+    authed: Authed,
+    people: tuple[Caller, Caller, Caller],
+) -> None:
+    """`?as-of=` answers from the log: a revoked grant still shows in the past."""
+    alice, bob, _ = people
+    wid, nid, tid = _setup(alice)
+    grants = f"{MGMT}/permissions/namespace/{nid}/assignments"
+    alice.ok("POST", grants, {"writes": [{"type": "select", "user": bob.id}]})
+    alice.ok("POST", grants, {"deletes": [{"type": "select", "user": bob.id}]})
+    events = alice.ok("GET", f"{MGMT}/events", params={"type": "io.icelog.grants."})["events"]
+    granted = next(e for e in events if e["type"].endswith("granted.v1")
+                   and e["data"]["principal-id"] == bob.id)  # fmt: skip
+    revoked = next(e for e in events if e["type"].endswith("revoked.v1"))
+    table_access = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/access"
+    about_bob = {"principalUser": bob.id}
+
+    then = alice.ok("GET", table_access, params={**about_bob, "as-of": granted["position"]})
+    assert "read_data" in then["allowed-actions"]
+    assert then["as-of-position"] == granted["position"]
+    before = alice.ok("GET", table_access, params={**about_bob, "as-of": granted["position"] - 1})
+    assert "read_data" not in before["allowed-actions"]
+    now = alice.ok("GET", table_access, params=about_bob)
+    assert "read_data" not in now["allowed-actions"] and "as-of-position" not in now
+    # By time too, and the assignments themselves.
+    at_time = alice.ok("GET", table_access, params={**about_bob, "as-of": granted["time"]})
+    assert "read_data" in at_time["allowed-actions"]
+    past = alice.ok("GET", grants, params={"as-of": str(revoked["position"] - 1)})
+    assert {"type": "select", "user": bob.id} in past["assignments"]
+    assert {"type": "ownership", "user": alice.id} in past["assignments"]
+    current = alice.ok("GET", grants)["assignments"]
+    assert {"type": "select", "user": bob.id} not in current
+    # Bob's own view of the past: his own access, as of then.
+    mine = bob.ok("GET", table_access, params={"as-of": granted["position"]})
+    assert "read_data" in mine["allowed-actions"]
+    for bad in ("yesterday", "2026-03-01T00:00:00"):
+        response = alice("GET", table_access, params={"as-of": bad})
+        assert response.status_code == 400, response.text
