@@ -35,6 +35,10 @@ from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.domain.errors import CatalogError
 
+# How long a process trusts the grants it read: a revoke made on another replica takes
+# effect within this; refusals, and this process's own grant writes, never wait for it.
+GRANT_CACHE_SECONDS = 1.0
+
 
 def _health(request: Request) -> Response:
     """Liveness: the process serves HTTP (nothing else is asked)."""
@@ -80,7 +84,11 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         await svc.reader.open()
         app.state.services = svc
         # Without an identity provider everyone may do everything (docs/auth.md).
-        app.state.authorizer = GrantAuthorizer(svc.primary) if settings.auth.enabled else AllowAll()
+        app.state.authorizer = (
+            GrantAuthorizer(svc.primary, ttl_s=GRANT_CACHE_SECONDS)
+            if settings.auth.enabled
+            else AllowAll()
+        )
         app.state.readiness = Readiness(svc)
         figures.attach(svc)
         svc.tasks.start()

@@ -30,6 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from icelog.api.auth.authorizer import WouldRead, from_cache_only
 from icelog.domain.errors import BadRequestError
 from icelog.domain.json_limits import check_json_depth
 
@@ -182,12 +183,35 @@ def render(result: Result, status: int) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
+# Operations after which a name may stand for another object than the cache remembers: a
+# drop or a rename (DELETE, .../rename). Creates need not clear it: a name nobody held was a
+# refusal, and refusals are never answered from the cache.
+_RENAMING_PATHS = ("/rename",)
+
+
+async def _check(
+    guard: Callable[[Request, Any, Any], None], request: Request, body: Any, query: Any
+) -> None:
+    """Run the guard: on the loop when its answer is cached (most requests), else in a
+    thread, since it reads the grants read model."""
+    if getattr(guard, "cache_first", False):
+        try:
+            from_cache_only(lambda: guard(request, body, query))
+            return
+        except WouldRead:
+            pass  # something was not cached: ask again where reading may block
+    await run_in_threadpool(guard, request, body, query)
+
+
 def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
     """The Starlette endpoint of an operation."""
     handler = operation.handler
     is_async = inspect.iscoroutinefunction(handler)
     body_model, query_model = operation.body, operation.query
     guard = operation.guard
+    forgets = operation.method == "DELETE" or (
+        operation.method == "POST" and operation.path.endswith(_RENAMING_PATHS)
+    )
 
     async def endpoint(request: Request) -> Response:
         kwargs: dict[str, Any] = {}
@@ -200,7 +224,17 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
         authorizer = getattr(request.app.state, "authorizer", None)
         if guard is not None and authorizer is not None and authorizer.enabled:
             # Without a provider (AllowAll) nothing is checked and nothing is read.
-            await run_in_threadpool(guard, request, kwargs.get("body"), kwargs.get("query"))
+            await _check(guard, request, kwargs.get("body"), kwargs.get("query"))
+        if forgets and authorizer is not None and authorizer.enabled:
+            # A name may change its object here: checks must not go on with what the cache
+            # says it was. After the handler, and also when it fails.
+            try:
+                return await _call(request, kwargs)
+            finally:
+                authorizer.forget()
+        return await _call(request, kwargs)
+
+    async def _call(request: Request, kwargs: dict[str, Any]) -> Response:
         result: Result
         if is_async:
             result = await cast(Callable[..., Awaitable[Result]], handler)(request, **kwargs)

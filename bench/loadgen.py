@@ -41,8 +41,11 @@ class Result:
         }
 
 
-def build_request(method: str, path: str, host: str, body: bytes = b"") -> bytes:
+def build_request(
+    method: str, path: str, host: str, body: bytes = b"", headers: dict[str, str] | None = None
+) -> bytes:
     head = f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     head += f"Content-Length: {len(body)}\r\n\r\n"
     return head.encode() + body
 

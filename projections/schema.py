@@ -115,6 +115,9 @@ def grants_statements(p: str = "") -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_principal "
         f"ON {p}icelog_grants (principal_id, object_id)",
         f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_object ON {p}icelog_grants (object_id)",
+        # Role memberships of a principal, without reading the grants it holds elsewhere.
+        f"CREATE INDEX IF NOT EXISTS {p}icelog_grants_by_principal_kind "
+        f"ON {p}icelog_grants (principal_id, object_kind)",
         f"CREATE TABLE IF NOT EXISTS {p}icelog_roles ("
         "id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT, "
         "created_at TEXT NOT NULL, updated_at TEXT)",

@@ -8,7 +8,11 @@ to its check API (docs/auth.md, "Another authorizer").
 
 from __future__ import annotations
 
-from typing import Protocol
+import threading
+import time
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar, cast
 from uuid import UUID
 
 from icelog.domain.errors import (
@@ -28,6 +32,7 @@ from icelog.domain.permissions import (
 from icelog.projections.queries import CatalogQueries
 
 SERVER = ObjectRef("server", str(SERVER_ID))
+T = TypeVar("T")
 EVERYTHING = frozenset(
     {"ownership", "modify", "select", "describe", "create", "manage_grants", "pass_grants",
      "grant_data_admin", "administer", "create_role", "server_admin"}
@@ -37,12 +42,21 @@ EVERYTHING = frozenset(
 class Authorizer(Protocol):
     enabled: bool
 
-    def principals(self, user_id: str) -> frozenset[PrincipalRef]: ...
+    def principals(self, user_id: str, *, fresh: bool = False) -> frozenset[PrincipalRef]: ...
 
     def decide(
-        self, principals: frozenset[PrincipalRef], obj: ObjectRef
+        self, principals: frozenset[PrincipalRef], obj: ObjectRef, *, fresh: bool = False
     ) -> tuple[frozenset[str], frozenset[str]]:
-        """(capabilities on `obj`, relations held directly on it)."""
+        """(capabilities on `obj`, relations held directly on it); `fresh`: read the grants
+        now, not from a cache (a refusal is always confirmed so)."""
+        ...
+
+    def forget(self) -> None:
+        """Grants changed in this process: no cached decision may outlive that."""
+        ...
+
+    def lookup(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
+        """A read model lookup the checks need (a table's id by name), cached like them."""
         ...
 
 
@@ -51,38 +65,119 @@ class AllowAll:
 
     enabled = False
 
-    def principals(self, user_id: str) -> frozenset[PrincipalRef]:
+    def principals(self, user_id: str, *, fresh: bool = False) -> frozenset[PrincipalRef]:
         return frozenset({PrincipalRef("user", user_id)})
 
     def decide(
-        self, principals: frozenset[PrincipalRef], obj: ObjectRef
+        self, principals: frozenset[PrincipalRef], obj: ObjectRef, *, fresh: bool = False
     ) -> tuple[frozenset[str], frozenset[str]]:
         return EVERYTHING, frozenset()
 
+    def forget(self) -> None:
+        pass
+
+    def lookup(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
+        return load()
+
 
 class GrantSource(Protocol):
-    def grants_held(self, principal_ids: list[str]) -> list[tuple[str, str, str, str]]:
+    def grants_held(
+        self,
+        principal_ids: list[str],
+        object_ids: list[str] | None = None,
+        object_kind: str | None = None,
+    ) -> list[tuple[str, str, str, str]]:
         """(object kind, object id, relation, principal id) of every grant they hold."""
         ...
 
 
+class WouldRead(Exception):
+    """A check made from the cache alone needed something the cache did not hold."""
+
+
+# Set while a guard runs on the event loop: the checks may use what is cached, and raise
+# `WouldRead` instead of blocking the loop on a read (the guard then reruns in a thread).
+_CACHE_ONLY: ContextVar[bool] = ContextVar("icelog_cache_only", default=False)
+
+
+def from_cache_only(check: Callable[[], T]) -> T:
+    """`check()` answered from cached grants only; `WouldRead` if it needed to read."""
+    token = _CACHE_ONLY.set(True)
+    try:
+        return check()
+    finally:
+        _CACHE_ONLY.reset(token)
+
+
+class TtlCache:
+    """A small map whose entries live `ttl_s` seconds: decisions read the grants again at
+    most that often per key, so a grant or revoke made on another replica takes effect
+    within it; this process's own grant writes clear it at once (`clear`)."""
+
+    def __init__(self, ttl_s: float, max_entries: int = 50_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[Hashable, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
+        now = time.monotonic()
+        found = None if fresh else self._entries.get(key)
+        if found is not None and now - found[0] < self.ttl_s:
+            return cast(T, found[1])
+        if _CACHE_ONLY.get():
+            raise WouldRead
+        value = load()
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[key] = (now, value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
 class GrantAuthorizer:
     """From the grants read model: the caller's roles (nested), then the relations they hold
-    on the object and its ancestors, in one query each. `grants`: where grants are read
-    (default the live read model; `GrantsAsOf` for a past moment)."""
+    on the object and its ancestors. `grants`: where grants are read (default the live read
+    model; `GrantsAsOf` for a past moment). With `ttl_s`, principals, grants and ancestor
+    chains are kept that long (the hot path then reads nothing)."""
 
     enabled = True
 
-    def __init__(self, queries: CatalogQueries, grants: GrantSource | None = None) -> None:
+    def __init__(
+        self, queries: CatalogQueries, grants: GrantSource | None = None, ttl_s: float = 0.0
+    ) -> None:
         self.queries = queries
         self.grants: GrantSource = grants if grants is not None else queries
+        self._cache = TtlCache(ttl_s) if ttl_s > 0 else None
 
-    def principals(self, user_id: str) -> frozenset[PrincipalRef]:
+    def forget(self) -> None:
+        """This process changed grants or roles: decide afresh."""
+        if self._cache is not None:
+            self._cache.clear()
+
+    def lookup(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
+        return self._cached(key, load, fresh)
+
+    def _cached(self, key: Hashable, load: Callable[[], T], fresh: bool) -> T:
+        if self._cache is not None:
+            return self._cache.get(key, load, fresh=fresh)
+        if _CACHE_ONLY.get():
+            raise WouldRead
+        return load()
+
+    def principals(self, user_id: str, *, fresh: bool = False) -> frozenset[PrincipalRef]:
+        return self._cached(("principals", user_id), lambda: self._principals(user_id), fresh)
+
+    def _principals(self, user_id: str) -> frozenset[PrincipalRef]:
         memberships: dict[PrincipalRef, list[str]] = {}
         pending = [user_id]
         seen: set[str] = set()
         while pending:  # one query per level of role nesting
-            rows = self.grants.grants_held(pending)
+            rows = self.grants.grants_held(pending, object_kind="role")
             seen.update(pending)
             pending = []
             for kind, object_id, relation, principal_id in rows:
@@ -94,20 +189,29 @@ class GrantAuthorizer:
         return role_closure(user_id, memberships)
 
     def decide(
-        self, principals: frozenset[PrincipalRef], obj: ObjectRef
+        self, principals: frozenset[PrincipalRef], obj: ObjectRef, *, fresh: bool = False
     ) -> tuple[frozenset[str], frozenset[str]]:
-        chain = self.chain(obj)
-        ids = {o.id for o in chain}
+        return self._cached(
+            ("decision", principals, obj), lambda: self._decide(principals, obj, fresh), fresh
+        )
+
+    def _decide(
+        self, principals: frozenset[PrincipalRef], obj: ObjectRef, fresh: bool
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        chain = self.chain(obj, fresh=fresh)
         held: dict[ObjectRef, set[str]] = {}
-        for kind, object_id, relation, _ in self.grants.grants_held([p.id for p in principals]):
-            if object_id in ids and kind in KINDS:
+        rows = self.grants.grants_held(
+            sorted(p.id for p in principals), object_ids=[o.id for o in chain]
+        )
+        for kind, object_id, relation, _ in rows:
+            if kind in KINDS:
                 held.setdefault(ObjectRef(kind, object_id), set()).add(relation)
         own = frozenset(held.get(obj, set()))
         return capabilities(chain, held), own
 
-    def chain(self, obj: ObjectRef) -> list[ObjectRef]:
+    def chain(self, obj: ObjectRef, *, fresh: bool = False) -> list[ObjectRef]:
         """`obj` and its ancestors up to the server (NotFoundError when it is gone)."""
-        return ancestors(self.queries, obj)
+        return self._cached(("chain", obj), lambda: ancestors(self.queries, obj), fresh)
 
 
 def ancestors(queries: CatalogQueries, obj: ObjectRef) -> list[ObjectRef]:

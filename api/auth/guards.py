@@ -47,16 +47,27 @@ def principals(request: Request) -> frozenset[PrincipalRef]:
     cached = getattr(request.state, "principals", None)
     if cached is not None:
         return cast(frozenset[PrincipalRef], cached)
-    principal = getattr(request.state, "principal", None)
-    user = principal.user_id if isinstance(principal, Principal) else "anonymous"
-    found = authorizer(request).principals(user)
+    found = authorizer(request).principals(_user(request))
     request.state.principals = found
     return found
 
 
+def _user(request: Request) -> str:
+    principal = getattr(request.state, "principal", None)
+    return principal.user_id if isinstance(principal, Principal) else "anonymous"
+
+
 def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> frozenset[str]:
     """The caller's capabilities on `obj`, when they allow `action`; else 403 or 404."""
-    caps, own = authorizer(request).decide(principals(request), obj)
+    auth = authorizer(request)
+    caps, own = auth.decide(principals(request), obj)
+    if allows(obj.kind, action, caps, own):
+        return caps
+    # A refusal is confirmed from the read model itself, never from the cache: a grant or
+    # an object made a moment ago (here or on another replica) counts at once.
+    who = auth.principals(_user(request), fresh=True)
+    request.state.principals = who
+    caps, own = auth.decide(who, obj, fresh=True)
     if allows(obj.kind, action, caps, own):
         return caps
     if "describe" not in caps and obj.kind in _HIDDEN:
@@ -82,13 +93,32 @@ def namespace_ref(request: Request, namespace: NamespaceName) -> ObjectRef:
 
 def tabular_ref(request: Request, name: TabularName, kind: str) -> ObjectRef:
     warehouse = warehouse_of(request)
-    found = _services(request).primary.tabular_id(warehouse.id, name.namespace, name.name)
+    key = ("tabular", warehouse.id, name.namespace.key, name.name)
+
+    def load() -> tuple[str, str] | None:
+        found: tuple[str, str] | None = _services(request).primary.tabular_id(
+            warehouse.id, name.namespace, name.name
+        )
+        return found
+
+    found = authorizer(request).lookup(key, load)
+    if found is None or found[1] != kind:
+        # Not there, as far as the cache knows: a table just made elsewhere must count.
+        found = authorizer(request).lookup(key, load, fresh=True)
     if found is None or found[1] != kind:
         raise _HIDDEN[kind](f"{kind.capitalize()} does not exist: {name.dotted}")
     return ObjectRef("table" if kind == "table" else "view", found[0])
 
 
 # -- guards of the catalog routes --------------------------------------------------------------
+def cache_first(guard: Guard) -> Guard:
+    """Mark a guard that reads nothing but through the authorizer: the edge first runs it on
+    the event loop from cached grants, and in a thread only when it needs a read
+    (`WouldRead`) — the thread hop is most of what a cached check would cost."""
+    setattr(guard, "cache_first", True)  # noqa: B010 - a mark on a plain function
+    return guard
+
+
 def _path_namespace(request: Request) -> NamespaceName:
     from icelog.api.http import namespace_param  # noqa: PLC0415 - api.http imports models
 
@@ -101,21 +131,36 @@ def _path_tabular(request: Request, param: str) -> TabularName:
     return TabularName(_path_namespace(request), path_param(request, param))
 
 
+def _allowed(
+    request: Request, route_key: tuple[Any, ...], check: Callable[[], frozenset[str]]
+) -> frozenset[str]:
+    """`check()` (the caller's capabilities, or a refusal), remembered per caller and the
+    route's raw path like every cached decision: a repeated request (an engine loading the
+    same table) then costs one lookup. Refusals are never remembered (`require`)."""
+    key = ("allowed", _user(request), *route_key)
+    return authorizer(request).lookup(key, check)
+
+
 def on_warehouse(action: str) -> Guard:
     def guard(request: Request, body: Any, query: Any) -> None:
         require(request, warehouse_of(request), action)
 
-    return guard
+    return cache_first(guard)
 
 
 def on_namespace(action: str) -> Guard:
     def guard(request: Request, body: Any, query: Any) -> None:
-        namespace = _path_namespace(request)
-        require(request, namespace_ref(request, namespace), action, namespace.dotted)
+        def check() -> frozenset[str]:
+            namespace = _path_namespace(request)
+            return require(request, namespace_ref(request, namespace), action, namespace.dotted)
 
-    return guard
+        params = request.path_params
+        _allowed(request, ("ns", action, params.get("prefix"), params["namespace"]), check)
+
+    return cache_first(guard)
 
 
+@cache_first
 def on_new_namespace(request: Request, body: Any, query: Any) -> None:
     """Creating `a.b.c` needs `create_namespace` on `a.b` (on the warehouse for `a`)."""
     levels = tuple(body.namespace)
@@ -128,11 +173,16 @@ def on_new_namespace(request: Request, body: Any, query: Any) -> None:
 
 def on_tabular(kind: str, action: str, param: str) -> Guard:
     def guard(request: Request, body: Any, query: Any) -> None:
-        name = _path_tabular(request, param)
-        caps = require(request, tabular_ref(request, name, kind), action, name.dotted)
-        request.state.caps = caps  # what vended credentials may do (load, credentials)
+        def check() -> frozenset[str]:
+            name = _path_tabular(request, param)
+            return require(request, tabular_ref(request, name, kind), action, name.dotted)
 
-    return guard
+        params = request.path_params
+        key = (kind, action, params.get("prefix"), params["namespace"], params[param])
+        # What vended credentials may do (load, credentials).
+        request.state.caps = _allowed(request, key, check)
+
+    return cache_first(guard)
 
 
 def on_rename(kind: str) -> Guard:
@@ -142,9 +192,10 @@ def on_rename(kind: str) -> Guard:
         target = NamespaceName(tuple(body.destination.namespace))
         require(request, namespace_ref(request, target), f"create_{kind}", target.dotted)
 
-    return guard
+    return cache_first(guard)
 
 
+@cache_first
 def on_transaction(request: Request, body: Any, query: Any) -> None:
     for change in body.table_changes:
         name = TabularName(
@@ -153,6 +204,7 @@ def on_transaction(request: Request, body: Any, query: Any) -> None:
         require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
 
 
+@cache_first
 def on_sign(request: Request, body: Any, query: Any) -> None:
     """Reads (GET, HEAD) need `read_data`, anything else `write_data`."""
     action = "read_data" if body.method in ("GET", "HEAD") else "write_data"
@@ -160,6 +212,7 @@ def on_sign(request: Request, body: Any, query: Any) -> None:
     require(request, tabular_ref(request, name, "table"), action, name.dotted)
 
 
+@cache_first
 def on_warehouse_sign(request: Request, body: Any, query: Any) -> None:
     """The signer's warehouse-wide path names no table: rights on the whole warehouse."""
     action = "read_data" if body.method in ("GET", "HEAD") else "write_data"
@@ -187,7 +240,7 @@ def on_list(kind: str) -> Guard:
             request.state.visible_to = sorted(p.id for p in principals(request))
             request.state.hidden = container
 
-    return guard
+    return cache_first(guard)
 
 
 def list_filter(request: Request) -> list[str] | None:
@@ -212,27 +265,10 @@ def may_write_data(request: Request) -> bool:
 def places_held(request: Request) -> tuple[set[str], set[str]]:
     """(project ids, warehouse ids) the caller holds a grant in or below: what lists of
     projects and warehouses show besides what the caller may describe."""
-    services = _services(request)
-    projects: set[str] = set()
-    warehouses: set[str] = set()
-    for kind, object_id, _, _ in services.primary.grants_held([p.id for p in principals(request)]):
-        warehouse_id = None
-        if kind == "project":
-            projects.add(object_id)
-        elif kind == "warehouse":
-            warehouse_id = object_id
-        elif kind == "namespace":
-            found = services.primary.namespace_by_id(object_id)
-            warehouse_id = found[0] if found else None
-        elif kind in ("table", "view"):
-            tabular = services.primary.tabular_by_id(object_id)
-            warehouse_id = tabular[0] if tabular else None
-        if warehouse_id is not None:
-            warehouses.add(warehouse_id)
-            row = services.primary.warehouse(warehouse_id)
-            if row is not None:
-                projects.add(str(row["project-id"]))
-    return projects, warehouses
+    found: tuple[set[str], set[str]] = _services(request).primary.places_held(
+        [p.id for p in principals(request)]
+    )
+    return found
 
 
 def visible(request: Request, kind: str, ids: list[str]) -> set[str]:

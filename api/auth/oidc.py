@@ -57,6 +57,8 @@ ASYMMETRIC_ALGORITHMS = (
 UNKNOWN_KID_REFETCH_SECONDS = 30.0  # at most one JWKS refetch for unknown kids per window
 FAILED_FETCH_RETRY_SECONDS = 5.0  # an unreachable IdP is asked again no sooner than this
 JWKS_MAX_AGE_SECONDS = 3600.0  # cached keys are reloaded after this, to drop withdrawn keys
+VERIFIED_FOR_SECONDS = 300.0  # a verified token is trusted again for this long (or to exp)
+MAX_VERIFIED_TOKENS = 10_000  # bounds the memory of remembered tokens
 FETCH_TIMEOUT_SECONDS = 10.0
 MAX_DOCUMENT_BYTES = 1 << 20
 MAX_TOKEN_CHARS = 32 * 1024  # far above real tokens; bounds the JSON parsed before any check
@@ -199,9 +201,16 @@ class TokenVerifier:
         self._states = [_ProviderState(p) for p in providers]
         self._fetch = fetch
         self._clock = clock
+        self._verified: dict[str, _Remembered] = {}
 
     async def verify(self, token: str) -> Principal:
-        """The principal of a valid bearer token; `InvalidToken` (with a safe reason) if not."""
+        """The principal of a valid bearer token; `InvalidToken` (with a safe reason) if not.
+        A token verified once is remembered until it expires (at most `VERIFIED_FOR_SECONDS`):
+        engines send the same token on every request, and the signature check is most of
+        what authentication costs."""
+        remembered = self._verified.get(token)
+        if remembered is not None and self._still_good(remembered):
+            return remembered.principal
         header, issuer = _peek(token)
         state = await self._provider_for(issuer)
         algorithm = header.get("alg")
@@ -212,8 +221,26 @@ class TokenVerifier:
             raise InvalidToken("token is malformed")
         key = await self._signing_key(state, kid, algorithm)
         claims = _decode(token, state, key)
-        return principal_from_claims(
+        principal = principal_from_claims(
             claims, issuer=claims["iss"], subject_claims=state.config.subject_claims
+        )
+        if len(self._verified) >= MAX_VERIFIED_TOKENS:
+            self._verified.clear()
+        self._verified[token] = _Remembered(
+            principal, state, float(claims["exp"]), self._clock(), state.keys_loaded_at
+        )
+        return principal
+
+    def _still_good(self, remembered: _Remembered) -> bool:
+        """A remembered token counts until it expires, for at most `VERIFIED_FOR_SECONDS`,
+        and only while the keys it was checked with are the provider's current, fresh ones
+        (a withdrawn key stops its tokens at the next reload)."""
+        state = remembered.state
+        return (
+            time.time() < remembered.expires_at
+            and self._clock() - remembered.verified_at < VERIFIED_FOR_SECONDS
+            and state.keys_loaded_at == remembered.keys_loaded_at
+            and self._keys_fresh(state)
         )
 
     async def token_endpoint(self) -> str | None:
@@ -331,6 +358,15 @@ class TokenVerifier:
                 "OIDC provider %s: loading %s failed (%s)", state.config.provider_uri, url, name
             )
             raise IdentityProviderUnavailable("identity provider is unavailable") from None
+
+
+@dataclass(frozen=True)
+class _Remembered:
+    principal: Principal
+    state: _ProviderState
+    expires_at: float  # the token's `exp` (system clock)
+    verified_at: float  # `clock` time
+    keys_loaded_at: float  # which key set checked it
 
 
 def _peek(token: str) -> tuple[dict[str, Any], str]:

@@ -81,6 +81,7 @@ def bootstrap(request: Request, body: BootstrapRequest) -> None:
     if getattr(request.state, "principal", None) is not None:
         svc.catalog.bootstrap(context(request), is_operator=body.is_operator)
         svc.catalog.grant_first_admin(context(request), is_operator=body.is_operator)
+        request.app.state.authorizer.forget()
         return
     if not svc.catalog.bootstrap(context(request), is_operator=body.is_operator):
         raise AlreadyBootstrappedError("Catalog already bootstrapped")

@@ -142,6 +142,7 @@ def update_assignments(
             writes=[(i.type, _principal(i)) for i in body.writes],
             deletes=[(i.type, _principal(i)) for i in body.deletes],
         )
+        authorizer(request).forget()
 
     return handler
 
@@ -277,6 +278,7 @@ def update_role(request: Request, body: UpdateRoleRequest) -> RoleAnswer:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "update")
     services(request).catalog.update_role(context(request), rid, body.name, body.description)
+    authorizer(request).forget()
     return _role(request, rid)
 
 
@@ -284,6 +286,7 @@ def delete_role(request: Request) -> None:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "delete")
     services(request).catalog.delete_role(context(request), rid)
+    authorizer(request).forget()
 
 
 # -- who could do what, when ---------------------------------------------------------------
@@ -313,6 +316,16 @@ class GrantsAsOf:
         self.indexer = indexer
         self.position = indexer.resolve(moment)
 
-    def grants_held(self, principal_ids: list[str]) -> list[tuple[str, str, str, str]]:
+    def grants_held(
+        self,
+        principal_ids: list[str],
+        object_ids: list[str] | None = None,
+        object_kind: str | None = None,
+    ) -> list[tuple[str, str, str, str]]:
         _, _, rows = self.indexer.grants_at((self.position, None), principal_ids=principal_ids)
-        return [(kind, oid, relation, pid) for kind, oid, relation, _, pid in rows]
+        return [
+            (kind, oid, relation, pid)
+            for kind, oid, relation, _, pid in rows
+            if (object_ids is None or oid in object_ids)
+            and (object_kind is None or kind == object_kind)
+        ]

@@ -1,0 +1,97 @@
+"""Decisions are cached for speed (api/auth/authorizer.py), never at the price of what the
+grants say: a change made in this process counts at once, a grant made on another replica
+counts at once (refusals are confirmed from the read model), and a revoke made on another
+replica counts within the cache time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from icelog.api.app import GRANT_CACHE_SECONDS, create_app
+from icelog.api.services import Services
+from tests.integration.conftest import Authed
+
+MGMT = "/management/v1"
+SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
+
+
+def _setup(authed: Authed) -> tuple[str, str, str]:
+    """Alice (admin) makes db.t; returns her token, the table's URL and its grants URL."""
+    alice = authed.idp.issue("alice")
+    boot = authed.call("POST", f"{MGMT}/bootstrap", alice, json={"accept-terms-of-use": True})
+    assert boot.status_code == 204, boot.text
+    config = authed.call("GET", "/catalog/v1/config", alice, params={"warehouse": "default"})
+    prefix = config.json()["overrides"]["prefix"]
+    base = f"/catalog/v1/{prefix}/namespaces"
+    assert authed.call("POST", base, alice, json={"namespace": ["db"]}).status_code == 200
+    made = authed.call("POST", f"{base}/db/tables", alice, json={"name": "t", "schema": SCHEMA})
+    assert made.status_code == 200, made.text
+    uuid = made.json()["metadata"]["table-uuid"]
+    return (
+        alice,
+        f"{base}/db/tables/t",
+        f"{MGMT}/permissions/warehouse/{prefix}/table/{uuid}/assignments",
+    )
+
+
+def _change(authed: Authed, alice: str, grants: str, how: str, user: str) -> None:
+    body = {how: [{"type": "select", "user": user}]}
+    answer = authed.call("POST", grants, alice, json=body)
+    assert answer.status_code == 204, answer.text
+
+
+@contextmanager
+def _replica(authed: Authed) -> Iterator[TestClient]:
+    """A second process on the same event store and read model."""
+    settings = authed.services.settings
+    services = Services.build(settings)
+    try:
+        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
+            yield client
+    finally:
+        services.close()
+
+
+def _get(client: TestClient, url: str, token: str) -> Any:
+    return client.get(url, headers={"Authorization": f"Bearer {token}"})
+
+
+def test_a_revoke_in_this_process_counts_at_once(authed: Authed) -> None:
+    alice, table, grants = _setup(authed)
+    bob = authed.idp.issue("bob")
+    _change(authed, alice, grants, "writes", "oidc~bob")
+    for _ in range(3):  # the decision is now cached
+        assert authed.call("GET", table, bob).status_code == 200
+    _change(authed, alice, grants, "deletes", "oidc~bob")
+    assert authed.call("GET", table, bob).status_code == 404
+
+
+def test_a_table_dropped_and_made_again_is_checked_as_the_new_one(authed: Authed) -> None:
+    alice, table, grants = _setup(authed)
+    bob = authed.idp.issue("bob")
+    _change(authed, alice, grants, "writes", "oidc~bob")
+    assert authed.call("GET", table, bob).status_code == 200
+    assert authed.call("DELETE", table, alice).status_code == 204
+    namespace = table.rsplit("/tables/", 1)[0]
+    made = authed.call("POST", f"{namespace}/tables", alice, json={"name": "t", "schema": SCHEMA})
+    assert made.status_code == 200, made.text
+    # Bob's grant was on the dropped table: the new one under the same name is not his.
+    assert authed.call("GET", table, bob).status_code == 404
+
+
+def test_other_replicas_grant_at_once_and_revoke_within_the_cache_time(authed: Authed) -> None:
+    alice, table, grants = _setup(authed)
+    bob = authed.idp.issue("bob")
+    with _replica(authed) as other:
+        assert _get(other, table, bob).status_code == 404  # no grant yet
+        _change(authed, alice, grants, "writes", "oidc~bob")
+        # The refusal the replica had cached is confirmed from the read model: allowed now.
+        assert _get(other, table, bob).status_code == 200
+        _change(authed, alice, grants, "deletes", "oidc~bob")
+        time.sleep(GRANT_CACHE_SECONDS + 0.2)
+        assert _get(other, table, bob).status_code == 404

@@ -1,0 +1,47 @@
+"""The decision cache: entries live their time, and a check made from the cache alone
+never reads (it signals `WouldRead`, so the edge reruns it where reading may block)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from icelog.api.auth.authorizer import TtlCache, WouldRead, from_cache_only
+
+
+def test_an_entry_is_read_again_after_its_time() -> None:
+    cache = TtlCache(ttl_s=0.05)
+    loads: list[int] = []
+
+    def load() -> int:
+        loads.append(1)
+        return len(loads)
+
+    assert cache.get("k", load) == 1
+    assert cache.get("k", load) == 1
+    time.sleep(0.06)
+    assert cache.get("k", load) == 2
+    assert cache.get("k", load, fresh=True) == 3
+
+
+def test_cache_only_answers_from_what_is_held_and_never_loads() -> None:
+    cache = TtlCache(ttl_s=60)
+    cache.get("held", lambda: "yes")
+
+    def must_not_load() -> str:
+        raise AssertionError("read while cache-only")
+
+    assert from_cache_only(lambda: cache.get("held", must_not_load)) == "yes"
+    with pytest.raises(WouldRead):
+        from_cache_only(lambda: cache.get("missing", must_not_load))
+    with pytest.raises(WouldRead):
+        from_cache_only(lambda: cache.get("held", must_not_load, fresh=True))
+    assert cache.get("missing", lambda: "loaded") == "loaded"  # outside, reads as usual
+
+
+def test_a_full_cache_starts_again_rather_than_grow() -> None:
+    cache = TtlCache(ttl_s=60, max_entries=3)
+    for n in range(10):
+        cache.get(n, lambda: 0)
+    assert len(cache._entries) <= 3
