@@ -34,7 +34,8 @@ from icelog.api.models.catalog import (
     UpdateNamespacePropertiesResponse,
     ViewResult,
 )
-from icelog.api.routes import config, namespaces, signing, tables, views
+from icelog.api.models.events import QueryEventsRequest
+from icelog.api.routes import config, iceberg_events, namespaces, signing, tables, views
 
 CONFIG = Operation("GET", "/config", config.get_config, query=ConfigQuery, response=CatalogConfig)
 
@@ -215,5 +216,13 @@ CATALOG_OPERATIONS: list[Operation] = [
         views.rename_view,
         body=RenameTableRequest,
         guard=g.on_rename("view"),
+    ),
+    # apache/iceberg PR #12584 (not in a released spec yet): the warehouse's changes.
+    Operation(
+        "POST",
+        "/events",
+        iceberg_events.query_events,
+        body=QueryEventsRequest,
+        guard=g.on_warehouse("get_metadata"),
     ),
 ]

@@ -5,6 +5,7 @@ history, served from the event index (projections/event_index.py), and `GET
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -32,7 +33,9 @@ from icelog.domain.errors import BadRequestError
 from icelog.projections.as_of import MAX_PAGE_SIZE, AsOfPage, PageToken, read_page
 from icelog.projections.catalog_history import CatalogHistory
 from icelog.projections.event_index import EventFilter, EventIndex, IndexRow
-from icelog.publishers.cloud_events import event_data
+from icelog.projections.iceberg_events import IcebergEventRow, IcebergEvents
+from icelog.projections.iceberg_operations import Place, map_event
+from icelog.publishers.cloud_events import EventContext, cloud_event_id, event_data
 from icelog.publishers.context import ContextResolver
 from icelog.publishers.relay import LoggedEvent
 
@@ -48,13 +51,18 @@ class Indexer:
         datastore = recorder.datastore
         self.index = EventIndex(datastore)
         self.history = CatalogHistory(datastore)
+        self.iceberg = IcebergEvents(datastore)
         self.resolver = ContextResolver(self.log.load_at)
         self._lock = threading.Lock()  # one catch-up at a time per process
         self._schema_ready = False
+        # The request of the last event read, and the position its events began at: the
+        # events of one request are appended together, so they are neighbours in the log.
+        self._request: tuple[int, str, int] | None = None  # (position, request id, group)
 
     def ensure_schema(self) -> None:
         self.index.ensure_schema()
         self.history.ensure_schema()
+        self.iceberg.ensure_schema()
         self._schema_ready = True
 
     def _ready(self) -> None:
@@ -63,8 +71,9 @@ class Indexer:
             self.ensure_schema()
 
     def position(self) -> int:
-        """How far both are: a history rebuilt from scratch starts behind the index."""
-        return min(self.index.position(), self.history.position())
+        """How far all are: a history rebuilt from scratch (or the Iceberg events, new in a
+        database indexed before them) starts behind the index."""
+        return min(self.index.position(), self.history.position(), self.iceberg.position())
 
     def catch_up(self, batch: int = 2000) -> int:
         done = 0
@@ -75,16 +84,28 @@ class Indexer:
                 found = self.log.read(position, batch)
                 if not found:
                     return done
-                rows = [self._row(item) for item in found]
+                if self._request is None or self._request[0] != position:
+                    # Not where this process left off (a restart, another replica indexed
+                    # meanwhile): find the request the previous event belongs to.
+                    self._request = self._resume(found[0].position)
+                rows: list[IndexRow] = []
+                iceberg: list[IcebergEventRow] = []
+                for item in found:
+                    row, context = self._row(item)
+                    rows.append(row)
+                    mapped = self._iceberg_row(item, row, context)
+                    if mapped is not None:
+                        iceberg.append(mapped)
                 events = [(item.position, item.event) for item in found]
-                self.history.write_batch(self.index, rows, events)
+                also = functools.partial(self.iceberg.write, iceberg, found[-1].position)
+                self.history.write_batch(self.index, rows, events, also=also)
                 position = found[-1].position
                 done += len(found)
                 if done >= 5_000 and len(found) < batch:
                     self.index.analyze()  # a bulk catch-up changes the plans' picture
                     self.history.analyze()
 
-    def _row(self, item: LoggedEvent) -> IndexRow:
+    def _row(self, item: LoggedEvent) -> tuple[IndexRow, EventContext]:
         event = item.event
         context = self.resolver.resolve(event)
         return IndexRow(
@@ -101,7 +122,53 @@ class Indexer:
             tabular_id=_text(context.tabular_id),
             subject=context.subject,
             data=event_data(event),
+        ), context
+
+    def _iceberg_row(
+        self, item: LoggedEvent, row: IndexRow, context: EventContext
+    ) -> IcebergEventRow | None:
+        """The Iceberg events API's view of a logged event (projections/iceberg_operations)."""
+        group = self._group(item.position, row.request_id or "")
+        place = Place(
+            aggregate_id=row.aggregate_id,
+            warehouse_id=row.warehouse_id,
+            project_id=_text(context.project_id),
+            namespace=context.namespace,
+            name=context.name,
         )
+        mapped = map_event(item.topic, row.data, place)
+        if mapped is None:
+            return None
+        event_id = cloud_event_id(item.event.originator_id, row.version)
+        return IcebergEventRow(
+            position=item.position,
+            stream=mapped.stream,
+            object_type=mapped.object_type,
+            object_uuid=mapped.object_uuid,
+            path=mapped.path,
+            from_path=mapped.from_path,
+            operation_type=mapped.operation_type,
+            event_id=event_id,
+            # Background work (expiry, purge) has no request: the event stands alone.
+            request_id=row.request_id or event_id,
+            request_group=group,
+            timestamp_ms=row.time_us // 1000,
+            actor=row.actor,
+            operation=mapped.operation,
+        )
+
+    def _group(self, position: int, request_id: str) -> int:
+        """The first position of the run of neighbouring events with this request id."""
+        last = self._request
+        same = last is not None and request_id != "" and last[1] == request_id
+        group = last[2] if last is not None and same else position
+        self._request = (position, request_id, group)
+        return group
+
+    def _resume(self, position: int) -> tuple[int, str, int]:
+        """The request run of the indexed event before `position` (after a restart)."""
+        before = self.index.request_run_before(position)
+        return before if before is not None else (0, "", 0)
 
     def catalog_page(self, ask: AsOfRequest) -> dict[str, Any]:
         """One page of the catalog as of a log position or a time (its last event by

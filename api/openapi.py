@@ -1,9 +1,10 @@
 """OpenAPI documents for what icelog serves, and a Swagger UI page that lists them.
 
-- ``GET /api-docs/catalog/v1/openapi.json``: the official Iceberg REST catalog spec (Apache
-  Iceberg 1.10.2, shipped in ``api/specs/``), filtered to exactly the operations advertised in
-  ``GET /v1/config`` ``endpoints`` (``api.routes.config.ENDPOINTS``), served under ``/catalog``;
-  plus S3 remote signing, which the 1.10.2 catalog spec lacks (`_signing_paths`).
+- ``GET /api-docs/catalog/v1/openapi.json``: the newest Iceberg REST catalog spec icelog
+  serves — apache/iceberg main as of August 2026 with the events API of PR #12584 (the PR's
+  file, shipped unmodified in ``api/specs/``) — filtered to exactly the operations advertised
+  in ``GET /v1/config`` ``endpoints`` (``api.routes.config.ENDPOINTS``), served under
+  ``/catalog``; plus the S3 signer's own path under the prefix (`_signing_paths`).
 - ``GET /api-docs/management/v1/openapi.json``: the management API (``/management/v1``).
 - ``GET /swagger-ui``: Swagger UI, from the files of the ``swagger-ui-bundle-v2`` package
   (served locally, so it works offline).
@@ -30,7 +31,8 @@ from icelog.api.management_api import MANAGEMENT_OPERATIONS
 from icelog.api.models.management import ErrorResponse
 from icelog.api.routes.config import ENDPOINTS
 
-SPEC_PATH = Path(__file__).resolve().parent / "specs" / "rest-catalog-open-api-1.10.2.yaml"
+SPEC_PATH = Path(__file__).resolve().parent / "specs" / "rest-catalog-open-api-events-12584.yaml"
+SPEC_NAME = "apache/iceberg PR #12584 (main of 2026-08 plus the events API)"
 CATALOG_DOC_PATH = "/api-docs/catalog/v1/openapi.json"
 MANAGEMENT_DOC_PATH = "/api-docs/management/v1/openapi.json"
 SWAGGER_UI_PATH = "/swagger-ui"
@@ -39,15 +41,14 @@ HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tra
 _COMPONENT_REF = "#/components/"
 
 
-# Served and advertised, but newer than the 1.10.2 spec this document is built from
-# (registerView arrived in the 1.11 spec). Integration tests cover it instead.
-NEWER_THAN_SPEC = frozenset({("post", "/v1/{prefix}/namespaces/{namespace}/register-view")})
+# Served and advertised, but newer than the spec this document is built from: none now.
+NEWER_THAN_SPEC: frozenset[tuple[str, str]] = frozenset()
 
 
-# S3 remote signing, absent from the 1.10.2 catalog spec: the table-scoped `signRequest` path
-# of later catalog specs (advertised), and the 1.10.2 S3 signer spec's `/v1/aws/s3/sign` under
-# the prefix (not advertised: clients find it through `s3.signer.*`). Both take the signer
-# spec's S3SignRequest and answer its S3SignResponse.
+# S3 remote signing: the table-scoped `signRequest` path is the spec's (RemoteSignRequest);
+# the S3 signer spec's `/v1/aws/s3/sign` under the prefix (not advertised: clients find it
+# through `s3.signer.*`) takes the signer spec's S3SignRequest and answers its
+# S3SignResponse, the same shapes.
 TABLE_SIGN_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"
 WAREHOUSE_SIGN_PATH = "/v1/{prefix}/v1/aws/s3/sign"
 # Documented and served but not in `endpoints`: the S3 signer's own path, the config route
@@ -60,7 +61,7 @@ UNADVERTISED = frozenset(
 
 def advertised_operations(endpoints: Iterable[str] = ENDPOINTS) -> set[tuple[str, str]]:
     """``"VERB /v1/{prefix}/path"`` entries as ``(method, path)`` pairs, method lower-case,
-    without the operations the 1.10.2 spec does not define (`NEWER_THAN_SPEC`)."""
+    without the operations the spec does not define (`NEWER_THAN_SPEC`)."""
     found: set[tuple[str, str]] = set()
     for entry in endpoints:
         verb, _, path = entry.partition(" ")
@@ -80,7 +81,7 @@ def document_operations(document: dict[str, Any]) -> set[tuple[str, str]]:
 
 @functools.cache
 def official_catalog_spec() -> dict[str, Any]:
-    """The Iceberg 1.10.2 REST catalog spec as shipped (parsed once)."""
+    """The shipped Iceberg REST catalog spec (parsed once)."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with SPEC_PATH.open("rb") as handle:
         spec: dict[str, Any] = _string_keys(yaml.load(handle, Loader=loader))  # noqa: S506 - safe
@@ -127,6 +128,8 @@ def _prune_components(document: dict[str, Any]) -> None:
         reachable.add((kind, name))
         pending.extend(_refs(components[kind][name]))
     for kind in list(components):
+        if kind == "securitySchemes":
+            continue  # named by the top-level `security`, not by a $ref
         kept = {name: v for name, v in components[kind].items() if (kind, name) in reachable}
         if kept:
             components[kind] = kept
@@ -187,8 +190,9 @@ def _signing_components() -> dict[str, dict[str, Any]]:
 
 
 def _signing_paths() -> dict[str, Any]:
-    """The two sign routes (``api/routes/signing.py``). 403: outside every table's location,
-    another region, or remote signing off (file warehouses); 404: no such table/warehouse."""
+    """The S3 signer's own sign route under the prefix (``api/routes/signing.py``; the
+    table-scoped one is the spec's). 403: outside every table's location, another region,
+    or remote signing off (file warehouses); 404: no such warehouse."""
 
     def sign(operation_id: str, summary: str, missing: str) -> dict[str, Any]:
         return {
@@ -217,20 +221,9 @@ def _signing_paths() -> dict[str, Any]:
             },
         }
 
-    prefix, namespace, table = (
-        _ref("parameters", name) for name in ("prefix", "namespace", "table")
-    )
     return {
-        TABLE_SIGN_PATH: {
-            "parameters": [prefix, namespace, table],
-            "post": sign(
-                "signRequest",
-                "Remotely signs an S3 request inside the table's location",
-                "NoSuchTableException, the table does not exist",
-            ),
-        },
         WAREHOUSE_SIGN_PATH: {
-            "parameters": [prefix],
+            "parameters": [_ref("parameters", "prefix")],
             "post": sign(
                 "signS3Request",
                 "Remotely signs an S3 request inside the location of a table of the warehouse "
@@ -241,14 +234,50 @@ def _signing_paths() -> dict[str, Any]:
     }
 
 
+def _extension_operations(document: dict[str, Any]) -> None:
+    """The events proposal allows implementation-specific `x-` operation types in its text,
+    but its `Event.operation` is `anyOf` the twelve standard operations, which an `x-` type
+    cannot match. icelog sends `x-icelog.*` operations (ADR 0015): the document says so."""
+    schemas = document["components"]["schemas"]
+    event = schemas.get("Event")
+    if event is None:
+        return
+    schemas["IcelogExtensionOperation"] = {
+        "description": "An icelog operation without a standard type (`x-icelog.*`, ADR 0015); "
+        "clients that do not know it skip it.",
+        "allOf": [_ref("schemas", "BaseOperation")],
+        "required": ["operation-type"],
+        "properties": {"operation-type": {"type": "string", "pattern": "^x-"}},
+    }
+    event["properties"]["operation"]["anyOf"].append(_ref("schemas", "IcelogExtensionOperation"))
+
+
+def _table_sign_not_found(document: dict[str, Any]) -> None:
+    """Signing for a table that does not exist answers 404 NoSuchTableException, as every
+    other table route does; the spec's signRequest lists no 404, the document does."""
+    operation = document["paths"].get(TABLE_SIGN_PATH, {}).get("post")
+    if operation is not None:
+        operation["responses"].setdefault(
+            "404",
+            {
+                "description": "Not Found - NoSuchTableException, the table does not exist",
+                "content": {
+                    "application/json": {"schema": _ref("schemas", "IcebergErrorResponse")}
+                },
+            },
+        )
+
+
 def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
     """The Iceberg REST catalog spec restricted to the advertised ``endpoints``, with the
-    signing routes (`_signing_paths`)."""
+    S3 signer's route (`_signing_paths`)."""
     wanted = advertised_operations(endpoints) | UNADVERTISED
     document = copy.deepcopy(official_catalog_spec())
     document["paths"].update(_signing_paths())
     for kind, found in _signing_components().items():
         document["components"][kind].update(found)
+    _extension_operations(document)
+    _table_sign_not_found(document)
     missing = wanted - document_operations(document)
     if missing:
         raise ValueError(f"advertised endpoints missing from the spec: {sorted(missing)}")
@@ -262,9 +291,8 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
         if any(key in HTTP_METHODS for key in kept):
             paths[path] = kept
     document["paths"] = paths
-    # icelog does not authenticate: no security requirements, no token endpoint.
-    document.pop("security", None)
-    document.get("components", {}).pop("securitySchemes", None)
+    # The spec's security schemes stay: with an identity provider icelog takes bearer
+    # tokens (OAuth2 client credentials through /v1/oauth/tokens); without one, none.
     _prune_components(document)
     used_tags = {
         tag for item in paths.values() for key, op in item.items() if key in HTTP_METHODS
@@ -281,13 +309,12 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
     info = document["info"]
     info["description"] = (
         f"{info.get('description', '').strip()}\n\n"
-        "Served by icelog: the Apache Iceberg 1.10.2 REST catalog spec, restricted to the "
-        "operations icelog advertises in `GET /v1/config` `endpoints`, plus S3 remote signing "
-        "(the 1.10.2 S3 signer spec's request and response, at the table-scoped path of later "
-        "specs and at the signer's own path under the prefix). Every route is also served "
-        "without the `{prefix}` segment (the `default` warehouse)."
+        f"Served by icelog: the Apache Iceberg REST catalog spec of {SPEC_NAME}, restricted "
+        "to the operations icelog advertises in `GET /v1/config` `endpoints`, plus the S3 "
+        "signer spec's route under the prefix. Every route is also served without the "
+        "`{prefix}` segment (the `default` warehouse)."
     )
-    info["x-iceberg-version"] = "1.10.2"
+    info["x-iceberg-version"] = "main-2026-08+pr-12584"
     return document
 
 

@@ -284,6 +284,9 @@ class Settings:
     # Fault injection for tests: die (as under kill -9) right after the n-th table commit
     # lands, before it is answered. 0: never.
     fault_exit_after_commits: int = 0  # ICELOG_FAULT_EXIT_AFTER_COMMITS
+    # The Iceberg events API's window (docs/events.md): older events answer 410 Gone there
+    # (the log itself keeps them). 0: keep everything.
+    events_retention_days: float = 0.0  # ICELOG_EVENTS_RETENTION_DAYS
     auth: AuthSettings = field(default_factory=AuthSettings)
 
     @property
@@ -393,6 +396,9 @@ class Settings:
             )
             * 1024
             * 1024,
+            events_retention_days=_float(
+                get("EVENTS_RETENTION_DAYS", "0"), PREFIX + "EVENTS_RETENTION_DAYS"
+            ),
             storage_read_timeout_seconds=_float(
                 get("STORAGE_READ_TIMEOUT_SECONDS", "30"),
                 PREFIX + "STORAGE_READ_TIMEOUT_SECONDS",

@@ -111,6 +111,13 @@ class UnprocessableEntityError(CatalogError):
     error_type = "UnprocessableEntityException"
 
 
+class GoneError(CatalogError):
+    """What was asked for lies outside what is kept (the events API's retention window)."""
+
+    status = 410
+    error_type = "GoneException"
+
+
 class CommitStateUnknownError(CatalogError):
     """The commit may or may not have landed; clients must not clean up."""
 

@@ -30,7 +30,7 @@ and are dropped; projects and warehouses are created, renamed and deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -344,14 +344,21 @@ class CatalogHistory(SqlStore):
 
     # -- the write side ---------------------------------------------------------------------
     def write_batch(
-        self, index: EventIndex, rows: Sequence[IndexRow], events: Sequence[tuple[int, Any]]
+        self,
+        index: EventIndex,
+        rows: Sequence[IndexRow],
+        events: Sequence[tuple[int, Any]],
+        also: Callable[[Any], None] | None = None,
     ) -> None:
-        """A batch's event-index rows and history versions, in one transaction. Events at or
-        before the history's position were folded already (by another indexer, or before
-        the index was rebuilt) and are skipped."""
+        """A batch's event-index rows and history versions, in one transaction (with what
+        `also` writes on its cursor). Events at or before the history's position were
+        folded already (by another indexer, or before the index was rebuilt) and are
+        skipped."""
         with write_transaction(self._datastore) as cur:
             folded = self._lock_position(cur)  # first: concurrent indexers queue here
             index.write(rows, cur)
+            if also is not None:
+                also(cur)
             todo = [(p, e) for p, e in events if p > folded]
             if not todo:
                 return

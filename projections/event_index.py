@@ -167,6 +167,27 @@ class EventIndex(SqlStore):
         )
         return (int(found[0][0]), str(found[0][1])) if found else (0, None)
 
+    def request_run_before(self, position: int) -> tuple[int, str, int] | None:
+        """The indexed event just before `position`: (its position, its request id, the
+        first position of the run of neighbouring events with that request id)."""
+        found = self._run(
+            "SELECT position, request_id FROM icelog_event_index WHERE position < ? "
+            "ORDER BY position DESC LIMIT 1",
+            (position,),
+        )
+        if not found:
+            return None
+        last, request_id = int(found[0][0]), found[0][1] or ""
+        if not request_id:
+            return last, "", last
+        start = self._run(
+            "SELECT min(position) FROM icelog_event_index WHERE position <= ? AND position > "
+            "COALESCE((SELECT max(position) FROM icelog_event_index WHERE position < ? "
+            "AND (request_id IS NULL OR request_id <> ?)), 0)",
+            (last, last, request_id),
+        )
+        return last, request_id, int(start[0][0])
+
     def analyze(self) -> None:
         """Refresh planner statistics after a bulk catch-up (PostgreSQL would otherwise plan
         with the empty table's statistics until autovacuum gets to it)."""

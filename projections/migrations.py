@@ -42,6 +42,7 @@ from icelog.projections import (
     audit_chain,
     catalog_history,
     event_index,
+    iceberg_events,
     publisher_positions,
     schema,
     secrets,
@@ -171,6 +172,7 @@ STEPS: tuple[Step, ...] = (
     Step(10, "users", _statements(lambda _d: schema.users_statements())),
     Step(11, "grants and roles", _statements(lambda _d: schema.grants_statements())),
     Step(12, "grant history (as-of)", _statements(catalog_history.grant_schema)),
+    Step(13, "Iceberg events (the events API)", _statements(iceberg_events.schema)),
 )
 LATEST = STEPS[-1].version
 

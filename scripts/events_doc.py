@@ -1652,7 +1652,8 @@ are shortened with `…`).
 - [Envelope](#envelope) · [Delivery guarantees](#delivery-guarantees) ·
   [NATS JetStream](#nats-jetstream) · [Kafka](#kafka) · [Settings](#settings) ·
   [Running the relays](#running-the-relays) · [Lag metrics](#lag-metrics) ·
-  [icelog events tail](#icelog-events-tail) · [Which events to consume](#which-events-to-consume)
+  [icelog events tail](#icelog-events-tail) · [Which events to consume](#which-events-to-consume) ·
+  [The Iceberg events API](#the-iceberg-events-api)
 
 | events | types |
 |---|---|
@@ -1811,6 +1812,62 @@ bookkeeping most consumers ignore:
   consumers are also `table.expired`, `table.purged`, `view.expired`. Useful for operations.
 
 On NATS, subscribe to `{prefix}.table.>` and `{prefix}.view.>` and nothing else arrives.
+
+## The Iceberg events API
+
+The same changes are also served by the catalog itself, as the Iceberg REST events API of
+[apache/iceberg PR #12584](https://github.com/apache/iceberg/pull/12584) (not yet in a released
+spec): `POST /catalog/v1/{{prefix}}/events`, advertised in `GET /v1/config` `endpoints`.
+
+| | CloudEvents relays (above) | Iceberg events API |
+|---|---|---|
+| delivery | pushed to NATS / Kafka, at least once | pulled, page by page |
+| what | every stored event, internal ones too | each catalog change, as an operation |
+| resume | the broker's consumer position | the last page's `continuation-token` |
+| when | many consumers, low latency, a broker | syncs, federation, workflows, no broker |
+
+Ids relate one to one: an event's `event-id` is the CloudEvents `id` of the same change
+(uuid5 of the aggregate and its version, ADR 0015), so a consumer of both de-duplicates across
+them. Standard operations: `create-table`, `register-table`, `update-table` (one per table a
+commit or transaction changed, with all its `updates` and `requirements`), `rename-table`,
+`drop-table`, the same for views, `create-namespace`, `update-namespace-properties`,
+`drop-namespace`; create, register and update also carry `metadata-location`. icelog's own
+changes are `x-icelog.*` operations (soft drop, undrop, expiry, purge, protection, register
+view, the warehouse's and its project's changes); clients that do not know them skip them,
+as the proposal says. Events of one request share `request-id`; `request-event-count` says
+how many there are.
+
+Filters (combined with AND): `operation-types`, `catalog-objects-by-name` (level by level:
+`["acc"]` matches `acc`, `acc.tax` and `acc.tax.paid`, not `accounting`; a rename matches by
+either name), `catalog-objects-by-uuid`, `object-types`, `since-timestamp-ms` (first request
+only), and the custom filter `x-icelog.actor`. The token carries the position and the filters:
+later requests may repeat the same filters or send none. A page looks at no more than 10,000
+events of the warehouse, so it may come back short, even empty, while more follow; an empty
+page means caught up, and its token picks up what comes next.
+
+Retention: `ICELOG_EVENTS_RETENTION_DAYS` (default `0`, everything) is a window on this
+endpoint — the log itself keeps every event. A token or `since-timestamp-ms` that would skip an
+event older than the window answers **410 Gone**: start again without it (a request without
+either starts at the window).
+
+```python
+import httpx  # follow a warehouse's changes; save the token to resume after a restart
+
+base = "http://127.0.0.1:8181/catalog/v1"
+config = httpx.get(f"{{base}}/config", params={{"warehouse": "default"}}).json()
+prefix = config["overrides"]["prefix"]
+ask = {{"page-size": 100, "object-types": ["table"]}}
+while True:
+    page = httpx.post(f"{{base}}/{{prefix}}/events", json=ask).json()
+    for event in page["events"]:
+        op = event["operation"]
+        print(event["event-id"], op["operation-type"], op.get("metadata-location"))
+    ask = {{"continuation-token": page["continuation-token"]}}
+    if not page["events"]:
+        break  # caught up: ask again later with the same token
+```
+
+With authentication on, the endpoint needs `describe` on the warehouse.
 
 # Event reference
 """

@@ -136,11 +136,16 @@ class ReportMetricsRequest(OpenBody):
 
 
 class S3SignRequest(OpenBody):
+    """The S3 signer spec's request, and the catalog spec's RemoteSignRequest (1.11+), which
+    adds `properties` (passed back unchanged) and `provider` (icelog signs for S3 only)."""
+
     region: StrictStr
     uri: StrictStr
     method: StrictStr
     headers: dict[StrictStr, list[StrictStr]] = Field(default_factory=dict)
+    properties: StringMap | None = None
     body: StrictStr | None = None
+    provider: Literal["s3"] | None = None
 
 
 class S3SignResponse(Body):

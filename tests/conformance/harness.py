@@ -9,6 +9,7 @@ one) so a run reports every distinct problem with a reproducing curl command.
 from __future__ import annotations
 
 import collections
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,6 +169,20 @@ def _findings(exc: BaseException, curl: str, response: schemathesis.Response) ->
     return found
 
 
+def _fresh_idempotency_key(case: Case[Any]) -> None:
+    """A generated `Idempotency-Key` that is a valid key gets a fresh one: hypothesis reuses
+    values, and a key sent again with another request is a 422 by the key's contract, not
+    a finding. Invalid keys (negative cases) stay as generated."""
+    headers = case.headers if case.headers is not None else {}
+    for name in list(headers):
+        if name.lower() == "idempotency-key":
+            try:
+                uuid.UUID(str(headers[name]))
+            except ValueError:
+                continue
+            headers[name] = str(uuid.uuid4())
+
+
 def case_mode(case: Case[Any]) -> str:
     meta = case.meta
     return meta.generation.mode.value if meta is not None else "explicit"
@@ -227,6 +242,7 @@ class Conformance:
             def exercise(case: Case[Any]) -> None:
                 if prepare is not None:
                     prepare(case)
+                _fresh_idempotency_key(case)
                 response = case.call(base_url=self.base_url, session=self.session, timeout=30)
                 report.requests[case_mode(case)] += 1
                 report.statuses[response.status_code] += 1

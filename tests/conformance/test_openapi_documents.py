@@ -47,8 +47,9 @@ from tests.conformance.s3 import BUCKET, CREDENTIAL, create_s3_warehouse, s3_pro
 from tests.support.fixtures import ServerFactory
 from tests.support.server import CatalogServer
 
-# git blob of open-api/rest-catalog-open-api.yaml at tag apache-iceberg-1.10.2
-SPEC_BLOB = "e0b524a6d726afeef51c95bbbed07b1140123859"
+# git blob of open-api/rest-catalog-open-api.yaml at the head of apache/iceberg PR #12584
+# (66c3ce08, main of 2026-08 plus the events API; ../shared/iceberg-rest/README.md)
+SPEC_BLOB = "df0edfd21a09d14ffa5df4d6c6ee6fd3ae02ad80"
 MANAGEMENT_EXAMPLES = 25  # per operation and generation mode; CI time budget
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -80,7 +81,7 @@ def _resolves(document: dict[str, Any], ref: str) -> bool:
     return True
 
 
-def test_shipped_spec_is_the_unmodified_1_10_2_file() -> None:
+def test_shipped_spec_is_the_unmodified_file_of_the_events_proposal() -> None:
     blob = subprocess.run(
         ["git", "hash-object", str(SPEC_PATH)], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -105,7 +106,7 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
         len(ENDPOINTS) - len(NEWER_THAN_SPEC) + len(UNADVERTISED)
     )
     assert document["servers"][0]["url"] == "/catalog"
-    assert "security" not in document
+    assert {"OAuth2", "BearerAuth"} <= set(document["components"]["securitySchemes"])
     dangling = [ref for ref in _refs(document) if not _resolves(document, ref)]
     assert not dangling
     # What was pruned is really unused, and what the operations need is there.
@@ -113,7 +114,7 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
     assert "PlanTableScanRequest" not in schemas
     assert {"LoadTableResult", "CommitTableRequest", "IcebergErrorResponse"} <= set(schemas)
     assert {"LoadViewResult", "CommitTransactionRequest"} <= set(schemas)
-    assert {"S3SignRequest", "S3Headers"} <= set(schemas)
+    assert {"S3SignRequest", "S3Headers", "RemoteSignRequest", "QueryEventsRequest"} <= set(schemas)
     assert "S3SignResponse" in document["components"]["responses"]
     # schemathesis loads it too.
     schema = schemathesis.openapi.from_dict(document)
@@ -122,7 +123,7 @@ def test_catalog_document_is_valid_and_exactly_the_advertised_operations(
 
 def test_catalog_routes_served_are_the_documented_ones() -> None:
     """Read from the app's own routes: every catalog route is documented (or newer than the
-    1.10.2 spec), every documented one is served, and each is also served without the
+    spec), every documented one is served, and each is also served without the
     `{prefix}` segment (the `default` warehouse), except the config and token routes, which
     have none."""
     from icelog.api.app import routes

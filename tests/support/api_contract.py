@@ -18,18 +18,18 @@ from jsonschema import Draft202012Validator
 
 from icelog.api.openapi import catalog_document, management_document
 
-# The deliberate deviations from the 1.10.2 catalog spec that the schemathesis run also
+# The deliberate deviations from the catalog spec that the schemathesis run also
 # records (tests/conformance/test_openapi_conformance.py KNOWN_BUGS), as (method, documented
 # path, status): the answer is allowed and its body is the Iceberg error shape.
 CATALOG_DEVIATIONS = {
     # A child namespace whose parent does not exist: 404 NoSuchNamespaceException (the Java
     # client's namespace handler expects it); the spec documents no 404 here.
     ("POST", "/v1/{prefix}/namespaces", "404"),
-    # An unknown `warehouse`: 404 NoSuchWarehouseException, as Lakekeeper answers; the spec
-    # documents no 404 for getConfig.
+    # An unknown `warehouse`: 404 NoSuchWarehouseException, as Lakekeeper answers (main's
+    # spec documents it; 1.10.2's did not).
     ("GET", "/v1/config", "404"),
 }
-# Statuses any catalog operation may answer beyond what 1.10.2 documents, each an Iceberg
+# Statuses any catalog operation may answer beyond what the spec documents, each an Iceberg
 # error: 413 a body over ICELOG_MAX_REQUEST_BODY_MB (before any route runs); 422 an
 # Idempotency-Key sent again with another request (the key's contract, later specs).
 ANY_CATALOG_OPERATION = {"413", "422"}

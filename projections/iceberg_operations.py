@@ -1,0 +1,246 @@
+"""Which Iceberg events operation (apache/iceberg PR #12584) a logged event is, if any.
+
+Pure: from the event's topic, its published data (docs/events.md: the shape that stays
+stable) and where it belongs. The twelve standard operations carry what the proposal asks;
+icelog's own changes become `x-icelog.*` operations (ADR 0015). Internal bookkeeping (name
+claims, child lists, tasks, the audit chain) has no operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icelog.projections.iceberg_events import path_key
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an event belongs, as of the event (the indexer's context resolver)."""
+
+    aggregate_id: str
+    warehouse_id: str | None
+    project_id: str | None
+    namespace: tuple[str, ...] | None
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Mapped:
+    stream: str
+    object_type: str | None
+    object_uuid: str | None
+    path: str | None
+    from_path: str | None
+    operation: dict[str, Any]
+
+    @property
+    def operation_type(self) -> str:
+        return str(self.operation["operation-type"])
+
+
+def map_event(topic: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    """`topic` as logged (`icelog.table.committed.v1`)."""
+    parts = topic.split(".")
+    if len(parts) != 4 or parts[0] != "icelog":
+        return None
+    kind, change = parts[1], parts[2]
+    mapper = _MAPPERS.get(kind)
+    return mapper(change, data, place) if mapper is not None else None
+
+
+def _identifier(namespace: Sequence[str], name: str) -> dict[str, Any]:
+    return {"namespace": list(namespace), "name": name}
+
+
+def _tabular(change: str, data: dict[str, Any], place: Place, kind: str) -> Mapped | None:
+    if place.warehouse_id is None or place.namespace is None or place.name is None:
+        return None  # not resolvable (cannot happen for a table or view of this catalog)
+    uuid_field = f"{kind}-uuid"
+    here = (*place.namespace, place.name)
+    base: dict[str, Any] = {
+        "identifier": _identifier(place.namespace, place.name),
+        uuid_field: place.aggregate_id,
+    }
+    from_path: str | None = None
+    op: dict[str, Any]
+    if change in ("created", "registered"):
+        metadata = data.get("metadata") or {}
+        submitted = list(data.get("updates") or [])
+        updates = submitted or (
+            _table_updates(metadata) if kind == "table" else _view_updates(metadata)
+        )
+        name = f"{'create' if change == 'created' else 'register'}-{kind}"
+        if kind == "view" and change == "registered":
+            name = "x-icelog.register-view"  # no standard operation (registerView is 1.11)
+        op = {"operation-type": name, **base, "updates": updates}
+        op["metadata-location"] = data.get("metadata-location")
+    elif change in ("committed", "replaced"):
+        op = {
+            "operation-type": f"update-{kind}", **base,
+            "updates": list(data.get("updates") or []),
+            "requirements": list(data.get("requirements") or []),
+            "metadata-location": data.get("metadata-location"),
+        }  # fmt: skip
+    elif change == "renamed":
+        source = (*data["from-namespace"], data["from-name"])
+        from_path = path_key(source)
+        op = {
+            "operation-type": f"rename-{kind}",
+            "source": _identifier(data["from-namespace"], data["from-name"]),
+            "destination": base["identifier"],
+            uuid_field: place.aggregate_id,
+        }
+    elif change == "dropped":
+        op = {"operation-type": f"drop-{kind}", **base}
+        if kind == "table":
+            op["purge"] = bool(data.get("purge-requested", False))
+    elif change == "soft-dropped":
+        op = {"operation-type": f"x-icelog.soft-drop-{kind}", **base,
+              "purge": bool(data.get("purge-requested", False)),
+              "expires-at-ms": data.get("expires-at-ms")}  # fmt: skip
+    elif change == "undropped":
+        from_path = path_key((*data["from-namespace"], data["from-name"]))
+        op = {"operation-type": f"x-icelog.undrop-{kind}", **base,
+              "source": _identifier(data["from-namespace"], data["from-name"])}  # fmt: skip
+    elif change == "expired":
+        op = {"operation-type": f"x-icelog.expire-{kind}", **base, "reason": data.get("reason")}
+    elif change == "purged":
+        op = {"operation-type": f"x-icelog.purge-{kind}", **base,
+              "deleted-files": data.get("deleted-files"),
+              "missing-files": data.get("missing-files")}  # fmt: skip
+    elif change == "protection-changed":
+        op = {"operation-type": f"x-icelog.set-{kind}-protection", **base,
+              "protected": bool(data.get("protected"))}  # fmt: skip
+    else:
+        return None
+    return Mapped(place.warehouse_id, kind, place.aggregate_id, path_key(here), from_path, op)
+
+
+def _table(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    return _tabular(change, data, place, "table")
+
+
+def _view(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    return _tabular(change, data, place, "view")
+
+
+def _namespace(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    if place.warehouse_id is None or place.namespace is None:
+        return None
+    levels = list(place.namespace)
+    op: dict[str, Any]
+    if change in ("created", "recreated"):
+        op = {"operation-type": "create-namespace", "namespace": levels,
+              "properties": dict(data.get("properties") or {})}  # fmt: skip
+    elif change == "properties-updated":
+        op = {"operation-type": "update-namespace-properties", "namespace": levels,
+              "updated": sorted((data.get("updated") or {}).keys()),
+              "removed": list(data.get("removed") or [])}  # fmt: skip
+    elif change == "dropped":
+        op = {"operation-type": "drop-namespace", "namespace": levels}
+    elif change == "protection-changed":
+        op = {"operation-type": "x-icelog.set-namespace-protection", "namespace": levels,
+              "protected": bool(data.get("protected"))}  # fmt: skip
+    else:
+        return None  # child-added / child-removed: bookkeeping
+    return Mapped(place.warehouse_id, "namespace", None, path_key(levels), None, op)
+
+
+_WAREHOUSE_CHANGES = {
+    "created": "create-warehouse", "renamed": "rename-warehouse", "deleted": "delete-warehouse",
+    "storage-profile-changed": "update-warehouse-storage",
+    "delete-profile-changed": "update-warehouse-delete-profile",
+    "protection-changed": "set-warehouse-protection",
+}  # fmt: skip
+
+
+def _warehouse(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    name = _WAREHOUSE_CHANGES.get(change)
+    if name is None:
+        return None  # namespace-added / -removed: bookkeeping
+    op: dict[str, Any] = {"operation-type": f"x-icelog.{name}", "warehouse-id": place.aggregate_id}
+    for key in ("name", "storage-profile", "delete-profile", "protected"):
+        if key in data:
+            op[key] = data[key]
+    return Mapped(place.aggregate_id, None, None, None, None, op)
+
+
+_PROJECT_CHANGES = {"created": "create-project", "renamed": "rename-project",
+                    "deleted": "delete-project"}  # fmt: skip
+
+
+def _project(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    name = _PROJECT_CHANGES.get(change)
+    if name is None:
+        return None
+    op: dict[str, Any] = {"operation-type": f"x-icelog.{name}", "project-id": place.aggregate_id}
+    if "name" in data:
+        op["name"] = data["name"]
+    return Mapped(place.aggregate_id, None, None, None, None, op)
+
+
+_MAPPERS = {
+    "table": _table,
+    "view": _view,
+    "namespace": _namespace,
+    "warehouse": _warehouse,
+    "project": _project,
+}
+
+
+# -- a new table or view as the updates that would build it (what a create transaction sends)
+def _table_updates(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    updates: list[dict[str, Any]] = []
+    if "table-uuid" in metadata:
+        updates.append({"action": "assign-uuid", "uuid": metadata["table-uuid"]})
+    if "format-version" in metadata:
+        updates.append(
+            {"action": "upgrade-format-version", "format-version": metadata["format-version"]}
+        )
+    for schema in metadata.get("schemas") or []:
+        updates.append({"action": "add-schema", "schema": schema})
+    if "current-schema-id" in metadata:
+        updates.append({"action": "set-current-schema", "schema-id": metadata["current-schema-id"]})
+    for spec in metadata.get("partition-specs") or []:
+        updates.append({"action": "add-spec", "spec": spec})
+    if "default-spec-id" in metadata:
+        updates.append({"action": "set-default-spec", "spec-id": metadata["default-spec-id"]})
+    for order in metadata.get("sort-orders") or []:
+        updates.append({"action": "add-sort-order", "sort-order": order})
+    if "default-sort-order-id" in metadata:
+        updates.append(
+            {"action": "set-default-sort-order", "sort-order-id": metadata["default-sort-order-id"]}
+        )
+    if "location" in metadata:
+        updates.append({"action": "set-location", "location": metadata["location"]})
+    if metadata.get("properties"):
+        updates.append({"action": "set-properties", "updates": metadata["properties"]})
+    for snapshot in metadata.get("snapshots") or []:
+        updates.append({"action": "add-snapshot", "snapshot": snapshot})
+    for ref_name, ref in (metadata.get("refs") or {}).items():
+        updates.append({"action": "set-snapshot-ref", "ref-name": ref_name, **ref})
+    return updates
+
+
+def _view_updates(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    updates: list[dict[str, Any]] = []
+    if "view-uuid" in metadata:
+        updates.append({"action": "assign-uuid", "uuid": metadata["view-uuid"]})
+    if "format-version" in metadata:
+        updates.append(
+            {"action": "upgrade-format-version", "format-version": metadata["format-version"]}
+        )
+    for schema in metadata.get("schemas") or []:
+        updates.append({"action": "add-schema", "schema": schema})
+    if "location" in metadata:
+        updates.append({"action": "set-location", "location": metadata["location"]})
+    if metadata.get("properties"):
+        updates.append({"action": "set-properties", "updates": metadata["properties"]})
+    for version in metadata.get("versions") or []:
+        updates.append({"action": "add-view-version", "view-version": version})
+    if "current-version-id" in metadata:
+        current = metadata["current-version-id"]
+        updates.append({"action": "set-current-view-version", "view-version-id": current})
+    return updates
