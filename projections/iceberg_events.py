@@ -283,13 +283,16 @@ class IcebergEvents(SqlStore):
             f"FROM ({window}) e WHERE {where} ORDER BY e.position LIMIT ?",
             [stream, after, *params, size],
         )
+        result = [(_row(r), int(r[13])) for r in rows]
+        if len(result) == size:  # a full page: the next one starts after its last event
+            return result, result[-1][0].position, False
+        # Short: how far the window reached, and whether more lies beyond it.
         bounds = self._query(
             cur,
             f"SELECT count(*), max(position) FROM ({window}) w",
             [stream, after],
         )
         looked, last = int(bounds[0][0]), bounds[0][1]
-        result = [(_row(r), int(r[13])) for r in rows]
         return result, int(last) if last is not None else after, looked >= SCAN_LIMIT
 
 
