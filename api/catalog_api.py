@@ -128,6 +128,12 @@ CATALOG_OPERATIONS: list[Operation] = [
     ),
     Operation(
         "POST",
+        TABLE + "/unregister",
+        tables.unregister_table,
+        guard=g.on_tabular("table", "drop", "table"),
+    ),
+    Operation(
+        "POST",
         NS + "/register",
         tables.register_table,
         body=RegisterTableRequest,

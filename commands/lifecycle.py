@@ -19,7 +19,13 @@ from icelog.commands.base import now_ms
 from icelog.commands.protection import ProtectionCommands
 from icelog.domain.claims import NameClaim
 from icelog.domain.context import RequestContext
-from icelog.domain.errors import AlreadyExistsError, BadRequestError, ConflictError, NotFoundError
+from icelog.domain.errors import (
+    AlreadyExistsError,
+    BadRequestError,
+    CommitFailedError,
+    ConflictError,
+    NotFoundError,
+)
 from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.namespace import Namespace
 from icelog.domain.protection import ensure_unprotected
@@ -72,6 +78,33 @@ class LifecycleCommands(ProtectionCommands):
             return self._drop(ctx, warehouse, table, "table", name, purge=purge, final=final)
 
         self._scheduled(self.retrying(attempt))
+
+    def unregister_table(
+        self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, expected_location: str
+    ) -> str:
+        """unregisterTable: the table leaves the catalog at once, whatever the warehouse's
+        delete profile, and no file is touched — if its metadata is still at
+        `expected_location` (what the caller will hand back), else `CommitFailedError`.
+        Returns that location."""
+
+        def attempt() -> str:
+            table = self.get_table(warehouse_id, name)
+            ensure_unprotected(table.is_protected, f"Table {name.dotted}")
+            if table.metadata_location != expected_location:
+                raise CommitFailedError(f"Table {name.dotted} changed while unregistering")
+            name_claim = self._claim(warehouse_id, name)
+            if name_claim is not None:
+                name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
+            ns = self.get_or_none(table.namespace_id, Namespace)
+            if ns is not None:
+                ns.remove_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
+            location = str(table.metadata_location)
+            table.unregister(actor=ctx.actor, request_id=ctx.request_id)
+            self.save_all(table, name_claim, ns)
+            return location
+
+        found: str = self.retrying(attempt)
+        return found
 
     def drop_view(
         self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, final: bool = False

@@ -115,6 +115,13 @@ class Table(Protectable, SoftDeletable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
+    class Unregistered(Dropped):
+        """unregisterTable: the table left the catalog and its files stay where they are,
+        to be registered again (here or in another catalog). A drop without purge to every
+        projection (it is a `Dropped`), with its own topic for consumers and audit."""
+
+        TOPIC = "icelog.table.unregistered.v1"
+
     class SoftDropped(Event):
         """Dropped in a soft-delete warehouse: the name is free, the table and its files are
         kept until `expires_at_ms` (delay fixed at drop time), when task
@@ -290,6 +297,11 @@ class Table(Protectable, SoftDeletable, Aggregate):
     def drop(self, *, purge_requested: bool, actor: str, request_id: str) -> None:
         self.trigger_event(
             self.Dropped, purge_requested=purge_requested, actor=actor, request_id=request_id
+        )
+
+    def unregister(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(
+            self.Unregistered, purge_requested=False, actor=actor, request_id=request_id
         )
 
     def mark_purged(

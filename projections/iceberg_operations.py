@@ -92,10 +92,14 @@ def _tabular(change: str, data: dict[str, Any], place: Place, kind: str) -> Mapp
             "destination": base["identifier"],
             uuid_field: place.aggregate_id,
         }
-    elif change == "dropped":
+    elif change in ("dropped", "unregistered"):
+        # Unregistered (main's unregisterTable): gone from the catalog, files kept — to a
+        # consumer a drop without purge; `x-icelog.unregistered` tells them apart.
         op = {"operation-type": f"drop-{kind}", **base}
         if kind == "table":
             op["purge"] = bool(data.get("purge-requested", False))
+        if change == "unregistered":
+            op["x-icelog.unregistered"] = True
     elif change == "soft-dropped":
         op = {"operation-type": f"x-icelog.soft-drop-{kind}", **base,
               "purge": bool(data.get("purge-requested", False)),

@@ -282,10 +282,15 @@ def run_scenario(cat: Catalog) -> None:
         },
     )
 
-    # Register an existing metadata file as a new table; a hard drop; the name taken again.
+    # Register an existing metadata file as a new table; a hard drop; the name taken again;
+    # unregistered (files kept) and registered once more.
     cat.create_table("sales", "returns")
     location = cat.rest("GET", "/namespaces/sales/tables/returns")["metadata-location"]
     cat.rest("DELETE", "/namespaces/sales/tables/returns")
+    cat.rest(
+        "POST", "/namespaces/sales/register", {"name": "returns", "metadata-location": location}
+    )
+    location = cat.rest("POST", "/namespaces/sales/tables/returns/unregister")["metadata-location"]
     cat.rest(
         "POST", "/namespaces/sales/register", {"name": "returns", "metadata-location": location}
     )
@@ -712,6 +717,12 @@ WHEN: dict[str, str] = {
         "namespace drop: the table is gone at once. With `purge-requested` (`?purgeRequested="
         "true`) a purge task is scheduled in the same append and `table.purged` follows."
     ),
+    "icelog.table.unregistered.v1": (
+        "`unregisterTable` (`POST …/namespaces/{ns}/tables/{table}/unregister`, Iceberg's main "
+        "spec): the table left the catalog at once, whatever the delete profile, and no file "
+        "was touched — `registerTable` with its last metadata location brings it back. "
+        "Everything that reads the log treats it as a `table.dropped` without purge."
+    ),
     "icelog.table.soft-dropped.v1": (
         "`dropTable` in a warehouse with a `soft` delete profile: the name is free at once, but "
         "the table and its files are kept until `expires-at-ms` (the delay is fixed at drop "
@@ -1028,6 +1039,7 @@ FIELDS: dict[str, dict[str, str]] = {
     "icelog.table.dropped.v1": {
         "purge-requested": "Whether the client asked to purge the files (a purge task follows)."
     },
+    "icelog.table.unregistered.v1": {"purge-requested": "Always false: no file is touched."},
     "icelog.table.soft-dropped.v1": {
         "purge-requested": "Whether the drop asked for a purge (it runs when the drop expires)."
     },

@@ -26,8 +26,7 @@ class QueryEventsRequest(OpenBody):
     since_timestamp_ms: Annotated[StrictInt, Field(ge=0, le=2**63 - 1)] | None = None
     operation_types: Annotated[list[Level], Field(max_length=100)] | None = None
     catalog_objects_by_name: (
-        Annotated[list[Annotated[list[Level], Field(min_length=1)]], Field(max_length=100)]
-        | None
+        Annotated[list[Annotated[list[Level], Field(min_length=1)]], Field(max_length=100)] | None
     ) = None
     catalog_objects_by_uuid: Annotated[list[UUID], Field(max_length=1000)] | None = None
     object_types: (

@@ -36,7 +36,12 @@ from icelog.api.models.catalog import (
 from icelog.api.routes import prefix, services
 from icelog.api.storage_access import TableAccess
 from icelog.commands.catalog import TableState
-from icelog.domain.errors import BadRequestError, NoSuchNamespaceError, NoSuchTableError
+from icelog.domain.errors import (
+    BadRequestError,
+    CommitFailedError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+)
 from icelog.domain.identifiers import NamespaceName, TabularName
 
 
@@ -230,6 +235,32 @@ def drop_table(request: Request, query: DropTableQuery) -> None:
         _name(request),
         purge=query.purge_requested,
     )
+
+
+def unregister_table(request: Request) -> bytes:
+    """The table leaves the catalog, its files stay (main's spec): the answer is the last
+    metadata location and document, which hold every commit before the unregister."""
+    svc = services(request)
+    name = _name(request)
+    warehouse_id = svc.warehouse_for_prefix(prefix(request))
+    for _ in range(3):  # a commit between the read and the unregister: read again
+        row = svc.primary.load_tabular(str(warehouse_id), name.namespace, name.name, "table")
+        if row is None:
+            raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+        try:
+            svc.catalog.unregister_table(
+                context(request), warehouse_id, name, expected_location=row.metadata_location
+            )
+        except CommitFailedError:
+            continue
+        return (
+            b'{"metadata-location":'
+            + orjson.dumps(row.metadata_location)
+            + b',"metadata":'
+            + row.metadata
+            + b"}"
+        )
+    raise CommitFailedError(f"Table {name.dotted} kept changing: unregister it again")
 
 
 def register_table(request: Request, body: RegisterTableRequest) -> bytes:

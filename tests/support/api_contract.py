@@ -33,10 +33,12 @@ CATALOG_DEVIATIONS = {
 # error: 413 a body over ICELOG_MAX_REQUEST_BODY_MB (before any route runs); 422 an
 # Idempotency-Key sent again with another request (the key's contract, later specs).
 ANY_CATALOG_OPERATION = {"413", "422"}
-# A protected table or view (management API) cannot be dropped: 409 ProtectedException.
+# A protected table or view (management API) cannot be dropped (or unregistered): 409
+# ProtectedException.
 PROTECTED_DROPS = {
     ("DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", "409"),
     ("DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", "409"),
+    ("POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister", "409"),
 }
 # The spec gives the view operations' errors the bare ErrorModel; clients parse (and icelog
 # sends) the IcebergErrorResponse wrapper, as for tables: its `error` is checked instead.
