@@ -206,6 +206,26 @@ class Writers:
 SCENARIOS = ("list-tables", "load", "commit", "list-namespaces")
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(servers: dict[str, Server], limit_s: float = 600) -> None:
+    """Wait until no server works in the background any more (the audit chain and the
+    event indexer catching up with what populating appended): under 5 % of a core for 3 s.
+    Measuring before that compares a busy server with an idle one."""
+    deadline = time.monotonic() + limit_s
+    for name, server in servers.items():
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            before = cpu_seconds(server.proc.pid)
+            time.sleep(3)
+            if cpu_seconds(server.proc.pid) - before < 0.15:
+                break
+        print(f"# {name}: idle after {time.monotonic() - started:.0f} s", flush=True)
+
+
 def measure(
     scenario: str, server: Server, who: str | None, writers: Writers, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -241,6 +261,7 @@ def main() -> None:
                     grant_subtree(server, idp, reader)
                 print(f"# {name}: {args.namespaces * args.tables} tables made in "
                       f"{time.monotonic() - t0:.0f} s", flush=True)  # fmt: skip
+            settle(servers)
             writers = {n: Writers(s, reader if s.headers else None) for n, s in servers.items()}
             results: dict[str, list[dict[str, Any]]] = {}
             for _ in range(args.rounds):
