@@ -3,6 +3,7 @@ never reads (it signals `WouldRead`, so the edge reruns it where reading may blo
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -45,3 +46,28 @@ def test_a_full_cache_starts_again_rather_than_grow() -> None:
     for n in range(10):
         cache.get(n, lambda: 0)
     assert len(cache._entries) <= 3
+
+
+def test_while_one_caller_reads_an_expired_entry_again_the_others_keep_the_old_answer() -> None:
+    cache = TtlCache(ttl_s=0.01)
+    cache.get("k", lambda: "old")
+    time.sleep(0.02)
+    reading = threading.Event()
+    release = threading.Event()
+
+    def slow() -> str:
+        reading.set()
+        release.wait(5)
+        return "new"
+
+    refresher = threading.Thread(target=lambda: cache.get("k", slow))
+    refresher.start()
+    assert reading.wait(5)
+
+    def must_not_load() -> str:
+        raise AssertionError("a second read of the same entry")
+
+    assert cache.get("k", must_not_load) == "old"  # no stampede: the old answer serves
+    release.set()
+    refresher.join(5)
+    assert cache.get("k", must_not_load) == "new"
