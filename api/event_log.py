@@ -34,7 +34,7 @@ from icelog.projections.as_of import MAX_PAGE_SIZE, AsOfPage, PageToken, read_pa
 from icelog.projections.catalog_history import CatalogHistory
 from icelog.projections.event_index import EventFilter, EventIndex, IndexRow
 from icelog.projections.iceberg_events import IcebergEventRow, IcebergEvents
-from icelog.projections.iceberg_operations import Place, map_event
+from icelog.projections.iceberg_operations import Mapped, Place, grant_operation, map_event
 from icelog.publishers.cloud_events import EventContext, cloud_event_id, event_data
 from icelog.publishers.context import ContextResolver
 from icelog.publishers.relay import LoggedEvent
@@ -136,7 +136,10 @@ class Indexer:
             namespace=context.namespace,
             name=context.name,
         )
-        mapped = map_event(item.topic, row.data, place)
+        if item.topic.startswith("icelog.grants."):
+            mapped = self._grant(item.topic, row.data)
+        else:
+            mapped = map_event(item.topic, row.data, place)
         if mapped is None:
             return None
         event_id = cloud_event_id(item.event.originator_id, row.version)
@@ -156,6 +159,13 @@ class Indexer:
             actor=row.actor,
             operation=mapped.operation,
         )
+
+    def _grant(self, topic: str, data: dict[str, Any]) -> Mapped | None:
+        kind, object_id = str(data.get("object-kind")), str(data.get("object-id"))
+        warehouse, levels, name = self.resolver.place_of(kind, object_id)
+        path = None if levels is None else (*levels, name) if name else levels
+        project = object_id if kind == "project" else None
+        return grant_operation(topic.split(".")[2], data, _text(warehouse), project, path)
 
     def _group(self, position: int, request_id: str) -> int:
         """The first position of the run of neighbouring events with this request id."""

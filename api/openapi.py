@@ -51,6 +51,7 @@ NEWER_THAN_SPEC: frozenset[tuple[str, str]] = frozenset()
 # S3SignResponse, the same shapes.
 TABLE_SIGN_PATH = "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"
 WAREHOUSE_SIGN_PATH = "/v1/{prefix}/v1/aws/s3/sign"
+EVENTS_PATH = "/v1/{prefix}/events"
 # Documented and served but not in `endpoints`: the S3 signer's own path, the config route
 # that hands out `endpoints` (the spec lists only the operations after it), and the token
 # endpoint (passed through to the identity provider, api/auth/token_endpoint.py).
@@ -252,20 +253,25 @@ def _extension_operations(document: dict[str, Any]) -> None:
     event["properties"]["operation"]["anyOf"].append(_ref("schemas", "IcelogExtensionOperation"))
 
 
-def _table_sign_not_found(document: dict[str, Any]) -> None:
-    """Signing for a table that does not exist answers 404 NoSuchTableException, as every
-    other table route does; the spec's signRequest lists no 404, the document does."""
-    operation = document["paths"].get(TABLE_SIGN_PATH, {}).get("post")
-    if operation is not None:
-        operation["responses"].setdefault(
-            "404",
-            {
-                "description": "Not Found - NoSuchTableException, the table does not exist",
-                "content": {
-                    "application/json": {"schema": _ref("schemas", "IcebergErrorResponse")}
+def _not_found_additions(document: dict[str, Any]) -> None:
+    """Signing for a table that does not exist answers 404 NoSuchTableException, and the
+    events of a warehouse that does not exist (or that the caller may not see) 404
+    NoSuchWarehouseException, as every other route does; the spec lists no 404 for either."""
+    for path, what in (
+        (TABLE_SIGN_PATH, "NoSuchTableException, the table does not exist"),
+        (EVENTS_PATH, "NoSuchWarehouseException, the warehouse does not exist"),
+    ):
+        operation = document["paths"].get(path, {}).get("post")
+        if operation is not None:
+            operation["responses"].setdefault(
+                "404",
+                {
+                    "description": f"Not Found - {what}",
+                    "content": {
+                        "application/json": {"schema": _ref("schemas", "IcebergErrorResponse")}
+                    },
                 },
-            },
-        )
+            )
 
 
 def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
@@ -277,7 +283,7 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
     for kind, found in _signing_components().items():
         document["components"][kind].update(found)
     _extension_operations(document)
-    _table_sign_not_found(document)
+    _not_found_additions(document)
     missing = wanted - document_operations(document)
     if missing:
         raise ValueError(f"advertised endpoints missing from the spec: {sorted(missing)}")

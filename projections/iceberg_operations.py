@@ -185,6 +185,35 @@ def _project(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
     return Mapped(place.aggregate_id, None, None, None, None, op)
 
 
+def grant_operation(
+    change: str,
+    data: dict[str, Any],
+    warehouse_id: str | None,
+    project_id: str | None,
+    path: Sequence[str] | None,
+) -> Mapped | None:
+    """A grant or revoke (docs/auth.md) in the stream of the warehouse its object is in, or
+    of the project for a project grant; server and role grants have no warehouse."""
+    if change not in ("granted", "revoked"):
+        return None
+    kind = str(data.get("object-kind"))
+    stream = (
+        warehouse_id if warehouse_id is not None else (project_id if kind == "project" else None)
+    )
+    if stream is None:
+        return None
+    op = {
+        "operation-type": "x-icelog.grant" if change == "granted" else "x-icelog.revoke",
+        "object-kind": kind,
+        "object-id": data.get("object-id"),
+        "relation": data.get("relation"),
+        "principal": {"kind": data.get("principal-kind"), "id": data.get("principal-id")},
+    }
+    object_type = kind if kind in ("namespace", "table", "view") else None
+    uuid = str(data.get("object-id")) if kind in ("table", "view") else None
+    return Mapped(stream, object_type, uuid, path_key(path) if path else None, None, op)
+
+
 _MAPPERS = {
     "table": _table,
     "view": _view,

@@ -30,6 +30,7 @@ from icelog.publishers.cloud_events import EventContext
 LoadAt = Callable[[UUID, int], Any]
 
 _MAX_ENTRIES = 200_000
+_LATEST = 2**62  # a version beyond any aggregate's: load it as it is now
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,33 @@ class ContextResolver:
         if isinstance(event, NameClaim.Event):
             return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
         return EventContext(subject=str(agg_id))
+
+    def place_of(
+        self, kind: str, object_id: str
+    ) -> tuple[UUID | None, tuple[str, ...] | None, str | None]:
+        """(warehouse, namespace levels, name) of a warehouse, namespace, table or view by its
+        id — what a grant on it belongs to — from what the log showed so far, else from the
+        aggregate (an object never moves to another warehouse)."""
+        try:
+            agg_id = UUID(object_id)
+        except ValueError:
+            return None, None, None
+        if kind == "warehouse":
+            return agg_id, None, None
+        if kind not in ("namespace", "table", "view"):
+            return None, None, None
+        known = self._places.get(agg_id)
+        if known is None:
+            loaded = self._load_at(agg_id, _LATEST)
+            if loaded is None:
+                return None, None, None
+            levels = getattr(loaded, "levels", None) or getattr(loaded, "namespace", None)
+            known = _Place(
+                getattr(loaded, "warehouse_id", None),
+                tuple(levels) if levels is not None else None,
+                getattr(loaded, "name", None) if kind != "namespace" else None,
+            )
+        return known.warehouse_id, known.namespace, known.name
 
     def _name_of(self, event: Any, cls: type) -> str | None:
         """The name an event carries, else the one last seen, else its aggregate's then."""

@@ -1845,7 +1845,8 @@ commit or transaction changed, with all its `updates` and `requirements`), `rena
 `drop-table`, the same for views, `create-namespace`, `update-namespace-properties`,
 `drop-namespace`; create, register and update also carry `metadata-location`. icelog's own
 changes are `x-icelog.*` operations (soft drop, undrop, expiry, purge, protection, register
-view, the warehouse's and its project's changes); clients that do not know them skip them,
+view, the warehouse's and its project's changes, grants and revokes on what the warehouse
+holds); clients that do not know them skip them,
 as the proposal says. Events of one request share `request-id`; `request-event-count` says
 how many there are.
 

@@ -16,7 +16,7 @@ from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.publishers.cloud_events import cloud_event_id
-from tests.integration.conftest import SCHEMA, Api, create_table
+from tests.integration.conftest import SCHEMA, Api, Authed, create_table
 from tests.support.postgres import TEST_SECRETS_KEY
 
 
@@ -278,3 +278,30 @@ def test_outside_the_retention_window_is_gone(api: Api, tmp_path: Path) -> None:
     finally:
         replica.close()
     assert SCHEMA  # the shared schema stays importable for the helpers above
+
+
+def test_grants_are_in_the_stream_of_the_warehouse_their_object_is_in(authed: Authed) -> None:
+    alice = authed.idp.issue("alice")
+    assert authed.call("POST", "/management/v1/bootstrap", alice,
+                       json={"accept-terms-of-use": True}).status_code == 204  # fmt: skip
+    config = authed.call("GET", "/catalog/v1/config", alice, params={"warehouse": "default"})
+    base = f"/catalog/v1/{config.json()['overrides']['prefix']}"
+    authed.call("POST", f"{base}/namespaces", alice, json={"namespace": ["db"]})
+    made = authed.call("POST", f"{base}/namespaces/db/tables", alice,
+                       json={"name": "t", "schema": SCHEMA})  # fmt: skip
+    table_uuid = made.json()["metadata"]["table-uuid"]
+    prefix = config.json()["overrides"]["prefix"]
+    grants = f"/management/v1/permissions/warehouse/{prefix}/table/{table_uuid}/assignments"
+    body = {"writes": [{"type": "select", "user": "oidc~bob"}]}
+    assert authed.call("POST", grants, alice, json=body).status_code == 204
+    page = authed.call("POST", f"{base}/events", alice,
+                       json={"catalog-objects-by-uuid": [table_uuid]})  # fmt: skip
+    assert page.status_code == 200, page.text
+    kinds = [e["operation"]["operation-type"] for e in page.json()["events"]]
+    # Alice owns what she created (ownership is the creation's actor, no grant event).
+    assert kinds == ["create-table", "x-icelog.grant"]
+    last = page.json()["events"][-1]["operation"]
+    assert last["relation"] == "select" and last["principal"] == {"kind": "user", "id": "oidc~bob"}
+    # Nobody without rights in the warehouse reads its stream.
+    carol = authed.idp.issue("carol")
+    assert authed.call("POST", f"{base}/events", carol, json={}).status_code == 404
