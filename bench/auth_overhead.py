@@ -247,12 +247,20 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=100, help=f"per namespace, > {WRITERS}")
     parser.add_argument("--duration", type=float, default=8)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--control", action="store_true",
+        help="A/A: two allow-all servers, to size the noise of the comparison",
+    )  # fmt: skip
     args = parser.parse_args()
     with TestIdentityProvider() as idp:
         admin = idp.issue("admin", expires_in=24 * 3600)
         reader = idp.issue("reader", expires_in=24 * 3600)
         env = {"ICELOG_OPENID_PROVIDER_URI": idp.uri, "ICELOG_OPENID_AUDIENCE": "icelog"}
-        servers = {"allow-all": Server({}, None), "grants": Server(env, admin)}
+        second = "allow-all-2" if args.control else "grants"
+        servers = {
+            "allow-all": Server({}, None),
+            second: Server({}, None) if args.control else Server(env, admin),
+        }
         try:
             for name, server in servers.items():
                 t0 = time.monotonic()
@@ -270,19 +278,19 @@ def main() -> None:
                         who = reader if server.headers else None
                         found = measure(scenario, server, who, writers[name], args)
                         results.setdefault(scenario, []).append({"mode": name, **found})
-                        print(f"{scenario:16} {name:9} {json.dumps(found)}", flush=True)
-            print("\nmean requests/s (grants / allow-all):")
+                        print(f"{scenario:16} {name:11} {json.dumps(found)}", flush=True)
+            print(f"\nmean requests/s ({second} / allow-all):")
             for scenario, rows in results.items():
                 mean = {
                     mode: sum(r["rps"] for r in rows if r["mode"] == mode)
                     / max(1, sum(1 for r in rows if r["mode"] == mode))
                     for mode in servers
                 }
-                ratio = mean["grants"] / mean["allow-all"] if mean["allow-all"] else 0.0
+                ratio = mean[second] / mean["allow-all"] if mean["allow-all"] else 0.0
                 note = "  (not the same work: see above)" if scenario == "list-namespaces" else ""
                 print(
-                    f"  {scenario:16} allow-all {mean['allow-all']:8.1f}   grants "
-                    f"{mean['grants']:8.1f}   {100 * ratio:5.1f} %{note}"
+                    f"  {scenario:16} allow-all {mean['allow-all']:8.1f}   {second} "
+                    f"{mean[second]:8.1f}   {100 * ratio:5.1f} %{note}"
                 )
         finally:
             for server in servers.values():
