@@ -132,7 +132,6 @@ class Indexer:
         place = Place(
             aggregate_id=row.aggregate_id,
             warehouse_id=row.warehouse_id,
-            project_id=_text(context.project_id),
             namespace=context.namespace,
             name=context.name,
         )

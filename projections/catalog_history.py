@@ -30,14 +30,11 @@ and are dropped; projects and warehouses are created, renamed and deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
-from eventsourcing.postgres import PostgresDatastore
-from psycopg.rows import tuple_row
 
 from icelog.domain.grants import Grants
 from icelog.domain.identifiers import SEPARATOR
@@ -485,19 +482,8 @@ class CatalogHistory(SqlStore):
             for table in (VERSIONS, LOCATIONS):
                 self._run(f"ANALYZE {table}", fetch=False)
 
-    # -- the read side ----------------------------------------------------------------------
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """A cursor for reads. Versions at or before the history's position never change
-        (a later event only sets `to_position` beyond it), so no snapshot is needed."""
-        store = self._datastore
-        if isinstance(store, PostgresDatastore):
-            with store.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                yield cur
-            return
-        with store.transaction(commit=False) as cur:
-            yield cur
-
+    # -- the read side (`reading()`: versions at or before the history's position never
+    # change — a later event only sets `to_position` beyond it — so no snapshot is needed) --
     def projects_at(self, cur: Any, position: int) -> list[Version]:
         return self._visible(
             cur, "warehouse_id = '' AND ns_key = '' AND kind = ?", [PROJECT], position

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from eventsourcing.postgres import PostgresDatastore
-from psycopg.rows import tuple_row
 
 from icelog.projections.sql import SqlStore, write_transaction
 
@@ -149,11 +146,6 @@ class IcebergEvents(SqlStore):
             for statement in schema(self.dialect):
                 self._execute(cur, statement)
 
-    def drop(self) -> None:
-        with write_transaction(self._datastore) as cur:
-            self._execute(cur, f"DROP TABLE IF EXISTS {TABLE}")
-            self._execute(cur, f"DROP TABLE IF EXISTS {TRACKING}")
-
     def position(self) -> int:
         found = self._run(f"SELECT position FROM {TRACKING} WHERE id = 1")
         return int(found[0][0]) if found else 0
@@ -183,17 +175,6 @@ class IcebergEvents(SqlStore):
         ]  # fmt: skip
         cur.executemany(statement, values)
 
-    @contextmanager
-    def _reading(self) -> Iterator[Any]:
-        """A plain read: no write lock (SQLite) and no transaction to hold (PostgreSQL)."""
-        store = self._datastore
-        if isinstance(store, PostgresDatastore):
-            with store.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                yield cur
-            return
-        with store.transaction(commit=False) as cur:
-            yield cur
-
     def _query(self, cur: Any, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         self._execute(cur, statement, tuple(params))
         return [tuple(r) for r in cur.fetchall()]
@@ -202,7 +183,7 @@ class IcebergEvents(SqlStore):
         """The position just before the first event at or after `since_ms` (epoch ms): found
         by time (an index seek per stream), then the few events just before it checked,
         since times follow positions only nearly (appends of one moment may interleave)."""
-        with self._reading() as cur:
+        with self.reading() as cur:
             first: list[int] = []
             for stream in streams:
                 found = self._query(
@@ -229,7 +210,7 @@ class IcebergEvents(SqlStore):
     def cut_before(self, streams: Sequence[str], after: int, cutoff_ms: int) -> bool:
         """Whether an event after `after` is older than `cutoff_ms`: outside the retention
         window, so a consumer resuming there would miss it."""
-        with self._reading() as cur:
+        with self.reading() as cur:
             for stream in streams:
                 found = self._query(
                     cur,
@@ -247,7 +228,7 @@ class IcebergEvents(SqlStore):
         found: list[tuple[IcebergEventRow, int]] = []
         scanned_to: list[int] = []  # per stream that hit the scan limit: how far it looked
         furthest = after
-        with self._reading() as cur:
+        with self.reading() as cur:
             for stream in streams:
                 rows, last, full = self._scan(cur, stream, f, after, size)
                 found.extend(rows)

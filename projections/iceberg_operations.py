@@ -21,7 +21,6 @@ class Place:
 
     aggregate_id: str
     warehouse_id: str | None
-    project_id: str | None
     namespace: tuple[str, ...] | None
     name: str | None
 
@@ -224,55 +223,54 @@ _MAPPERS = {
 
 
 # -- a new table or view as the updates that would build it (what a create transaction sends)
-def _table_updates(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+def _identity(metadata: dict[str, Any], uuid_field: str) -> list[dict[str, Any]]:
+    """What tables and views begin with: their uuid, format version and schemas."""
     updates: list[dict[str, Any]] = []
-    if "table-uuid" in metadata:
-        updates.append({"action": "assign-uuid", "uuid": metadata["table-uuid"]})
+    if uuid_field in metadata:
+        updates.append({"action": "assign-uuid", "uuid": metadata[uuid_field]})
     if "format-version" in metadata:
         updates.append(
             {"action": "upgrade-format-version", "format-version": metadata["format-version"]}
         )
-    for schema in metadata.get("schemas") or []:
-        updates.append({"action": "add-schema", "schema": schema})
-    if "current-schema-id" in metadata:
-        updates.append({"action": "set-current-schema", "schema-id": metadata["current-schema-id"]})
-    for spec in metadata.get("partition-specs") or []:
-        updates.append({"action": "add-spec", "spec": spec})
-    if "default-spec-id" in metadata:
-        updates.append({"action": "set-default-spec", "spec-id": metadata["default-spec-id"]})
-    for order in metadata.get("sort-orders") or []:
-        updates.append({"action": "add-sort-order", "sort-order": order})
-    if "default-sort-order-id" in metadata:
-        updates.append(
-            {"action": "set-default-sort-order", "sort-order-id": metadata["default-sort-order-id"]}
-        )
+    updates += [{"action": "add-schema", "schema": s} for s in metadata.get("schemas") or []]
+    return updates
+
+
+def _placement(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where a table or view lives, and its properties."""
+    updates: list[dict[str, Any]] = []
     if "location" in metadata:
         updates.append({"action": "set-location", "location": metadata["location"]})
     if metadata.get("properties"):
         updates.append({"action": "set-properties", "updates": metadata["properties"]})
-    for snapshot in metadata.get("snapshots") or []:
-        updates.append({"action": "add-snapshot", "snapshot": snapshot})
+    return updates
+
+
+def _table_updates(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    updates = _identity(metadata, "table-uuid")
+    if "current-schema-id" in metadata:
+        updates.append({"action": "set-current-schema", "schema-id": metadata["current-schema-id"]})
+    updates += [{"action": "add-spec", "spec": s} for s in metadata.get("partition-specs") or []]
+    if "default-spec-id" in metadata:
+        updates.append({"action": "set-default-spec", "spec-id": metadata["default-spec-id"]})
+    orders = metadata.get("sort-orders") or []
+    updates += [{"action": "add-sort-order", "sort-order": o} for o in orders]
+    if "default-sort-order-id" in metadata:
+        updates.append(
+            {"action": "set-default-sort-order", "sort-order-id": metadata["default-sort-order-id"]}
+        )
+    updates += _placement(metadata)
+    snapshots = metadata.get("snapshots") or []
+    updates += [{"action": "add-snapshot", "snapshot": s} for s in snapshots]
     for ref_name, ref in (metadata.get("refs") or {}).items():
         updates.append({"action": "set-snapshot-ref", "ref-name": ref_name, **ref})
     return updates
 
 
 def _view_updates(metadata: dict[str, Any]) -> list[dict[str, Any]]:
-    updates: list[dict[str, Any]] = []
-    if "view-uuid" in metadata:
-        updates.append({"action": "assign-uuid", "uuid": metadata["view-uuid"]})
-    if "format-version" in metadata:
-        updates.append(
-            {"action": "upgrade-format-version", "format-version": metadata["format-version"]}
-        )
-    for schema in metadata.get("schemas") or []:
-        updates.append({"action": "add-schema", "schema": schema})
-    if "location" in metadata:
-        updates.append({"action": "set-location", "location": metadata["location"]})
-    if metadata.get("properties"):
-        updates.append({"action": "set-properties", "updates": metadata["properties"]})
-    for version in metadata.get("versions") or []:
-        updates.append({"action": "add-view-version", "view-version": version})
+    updates = _identity(metadata, "view-uuid") + _placement(metadata)
+    versions = metadata.get("versions") or []
+    updates += [{"action": "add-view-version", "view-version": v} for v in versions]
     if "current-version-id" in metadata:
         current = metadata["current-version-id"]
         updates.append({"action": "set-current-view-version", "view-version-id": current})

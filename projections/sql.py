@@ -184,6 +184,18 @@ class SqlStore:
         else:
             cur.execute(statement, params)
 
+    @contextmanager
+    def reading(self) -> Iterator[Any]:
+        """A cursor for plain reads: no write lock (SQLite) and no transaction held open
+        (PostgreSQL); rows come back as tuples."""
+        store = self._datastore
+        if isinstance(store, PostgresDatastore):
+            with store.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                yield cur
+            return
+        with store.transaction(commit=False) as cur:
+            yield cur
+
     def _run(self, statement: str, params: Any = (), *, fetch: bool = True) -> list[Any]:
         with write_transaction(self._datastore) as cur:
             self._execute(cur, statement, params)

@@ -278,15 +278,13 @@ def update_role(request: Request, body: UpdateRoleRequest) -> RoleAnswer:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "update")
     services(request).catalog.update_role(context(request), rid, body.name, body.description)
-    authorizer(request).forget()
     return _role(request, rid)
 
 
 def delete_role(request: Request) -> None:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "delete")
-    services(request).catalog.delete_role(context(request), rid)
-    authorizer(request).forget()
+    services(request).catalog.delete_role(context(request), rid)  # a DELETE: the edge forgets
 
 
 # -- who could do what, when ---------------------------------------------------------------
