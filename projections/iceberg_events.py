@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from icelog.projections.sql import SqlStore, write_transaction
 TABLE = "icelog_iceberg_events"
 TRACKING = "icelog_iceberg_events_position"  # the last log position mapped (one row)
 SEPARATOR = "\x1f"  # between name levels in `path`: a level may hold any other character
+GRANT_OPERATIONS = ("x-icelog.grant", "x-icelog.revoke")  # shown to who may read assignments
 SCAN_LIMIT = 10_000  # rows of one stream looked at per request, whatever the filters
 TOKEN_VERSION = 1
 
@@ -222,15 +223,24 @@ class IcebergEvents(SqlStore):
                     return True
         return False
 
-    def page(self, streams: Sequence[str], f: EventsFilter, after: int, size: int) -> Page:
+    def page(
+        self,
+        streams: Sequence[str],
+        f: EventsFilter,
+        after: int,
+        size: int,
+        hidden: Mapping[str, Sequence[str]] | None = None,
+    ) -> Page:
         """Up to `size` events after `after` matching `f`, in log order, looking at no more
-        than `SCAN_LIMIT` rows per stream."""
+        than `SCAN_LIMIT` rows per stream; `hidden`: per stream, operation types the caller
+        may not see (they are passed over like events the filters leave out)."""
         found: list[tuple[IcebergEventRow, int]] = []
         scanned_to: list[int] = []  # per stream that hit the scan limit: how far it looked
         furthest = after
         with self.reading() as cur:
             for stream in streams:
-                rows, last, full = self._scan(cur, stream, f, after, size)
+                left_out = (hidden or {}).get(stream, ())
+                rows, last, full = self._scan(cur, stream, f, after, size, left_out)
                 found.extend(rows)
                 furthest = max(furthest, last)
                 if full:
@@ -246,7 +256,7 @@ class IcebergEvents(SqlStore):
         return Page(found, limit if limit is not None else furthest)
 
     def _scan(
-        self, cur: Any, stream: str, f: EventsFilter, after: int, size: int
+        self, cur: Any, stream: str, f: EventsFilter, after: int, size: int, hidden: Sequence[str]
     ) -> tuple[list[tuple[IcebergEventRow, int]], int, bool]:
         """(matching rows with their request counts, last position looked at, whether the
         scan limit was reached)."""
@@ -255,6 +265,9 @@ class IcebergEvents(SqlStore):
             f"LIMIT {SCAN_LIMIT}"
         )
         where, params = _conditions(f)
+        if hidden:
+            where += f" AND e.operation_type NOT IN ({', '.join('?' for _ in hidden)})"
+            params += hidden
         rows = self._query(
             cur,
             "SELECT e.position, e.stream, e.object_type, e.object_uuid, e.path, e.from_path, "

@@ -1880,7 +1880,8 @@ while True:
         break  # caught up: ask again later with the same token
 ```
 
-With authentication on, the endpoint needs `describe` on the warehouse.
+With authentication on, the endpoint needs `describe` on the warehouse; grants and
+revokes are left out for callers who may not read its assignments (`pass_grants`).
 
 # Event reference
 """

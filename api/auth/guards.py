@@ -75,6 +75,16 @@ def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> fr
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
 
 
+def may(request: Request, obj: ObjectRef, action: str) -> bool:
+    """Whether the caller may do `action` on `obj` (what `require` would allow): for what an
+    answer shows or leaves out rather than refuses."""
+    try:
+        require(request, obj, action)
+    except (ForbiddenError, NotFoundError):
+        return False
+    return True
+
+
 # -- the objects a catalog request names -------------------------------------------------------
 def _services(request: Request) -> Any:
     return request.app.state.services

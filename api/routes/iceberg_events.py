@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 
+from icelog.api.auth.guards import authorizer, may
 from icelog.api.event_log import Indexer
 from icelog.api.models.events import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, QueryEventsRequest
 from icelog.api.routes import prefix, services
 from icelog.domain.errors import BadRequestError, GoneError, NoSuchWarehouseError
+from icelog.domain.permissions import ObjectRef
 from icelog.projections.iceberg_events import (
+    GRANT_OPERATIONS,
     BadToken,
     Cursor,
     EventsFilter,
@@ -34,24 +38,21 @@ DAY_MS = 86_400_000
 
 
 async def query_events(request: Request, body: QueryEventsRequest) -> bytes:
-    svc = services(request)
-    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
     indexer: Indexer = request.app.state.indexer
-    retention_days: float = svc.settings.events_retention_days
     # Catch up first: whoever just wrote sees their own changes.
     await asyncio.to_thread(indexer.catch_up)
-    return await asyncio.to_thread(
-        _answer, svc, indexer.iceberg, warehouse_id, body, retention_days
-    )
+    return await asyncio.to_thread(_answer, request, indexer.iceberg, body)
 
 
-def _answer(
-    svc: Any, store: IcebergEvents, warehouse_id: str, body: QueryEventsRequest, days: float
-) -> bytes:
+def _answer(request: Request, store: IcebergEvents, body: QueryEventsRequest) -> bytes:
+    svc = services(request)
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    days: float = svc.settings.events_retention_days
     warehouse = svc.primary.warehouse(warehouse_id)
     if warehouse is None:
         raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
-    streams = [warehouse_id, str(warehouse["project-id"])]
+    project_id = str(warehouse["project-id"])
+    streams = [warehouse_id, project_id]
     asked = _filter(body)
     cutoff = int(time.time() * 1000 - days * DAY_MS) if days > 0 else None
     if body.continuation_token is not None:
@@ -72,8 +73,25 @@ def _answer(
             start = max(start, store.start_after(streams, cutoff))
         cursor = Cursor(warehouse_id, start, asked)
     size = min(body.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-    page = store.page(streams, cursor.filter, cursor.position, size)
+    page = store.page(
+        streams, cursor.filter, cursor.position, size, _hidden(request, warehouse_id, project_id)
+    )
     return _render(page, Cursor(warehouse_id, page.last_position, cursor.filter))
+
+
+def _hidden(request: Request, warehouse_id: str, project_id: str) -> dict[str, Sequence[str]]:
+    """Grants and revokes show who holds what: only to whoever may read the assignments of
+    the warehouse (of the project, for the project's own grants), as the permissions API."""
+    if not authorizer(request).enabled:
+        return {}
+    hidden: dict[str, Sequence[str]] = {}
+    for stream, obj in (
+        (warehouse_id, ObjectRef("warehouse", warehouse_id)),
+        (project_id, ObjectRef("project", project_id)),
+    ):
+        if not may(request, obj, "read_assignments"):
+            hidden[stream] = GRANT_OPERATIONS
+    return hidden
 
 
 def _filter(body: QueryEventsRequest) -> EventsFilter:

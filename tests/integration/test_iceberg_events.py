@@ -302,6 +302,17 @@ def test_grants_are_in_the_stream_of_the_warehouse_their_object_is_in(authed: Au
     assert kinds == ["create-table", "x-icelog.grant"]
     last = page.json()["events"][-1]["operation"]
     assert last["relation"] == "select" and last["principal"] == {"kind": "user", "id": "oidc~bob"}
+    # Who may describe the warehouse reads its stream, but not who holds what there.
+    dave = authed.idp.issue("dave")
+    assert authed.call("GET", "/management/v1/whoami", dave).status_code == 200
+    on_warehouse = f"/management/v1/permissions/warehouse/{prefix}/assignments"
+    body = {"writes": [{"type": "describe", "user": "oidc~dave"}]}
+    assert authed.call("POST", on_warehouse, alice, json=body).status_code == 204
+    seen = authed.call("POST", f"{base}/events", dave, json={})
+    assert seen.status_code == 200, seen.text
+    kinds = [e["operation"]["operation-type"] for e in seen.json()["events"]]
+    assert "create-table" in kinds
+    assert "x-icelog.grant" not in kinds and "x-icelog.revoke" not in kinds
     # Nobody without rights in the warehouse reads its stream.
     carol = authed.idp.issue("carol")
     assert authed.call("POST", f"{base}/events", carol, json={}).status_code == 404
