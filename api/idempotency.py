@@ -76,6 +76,7 @@ KEYED_ROUTES = frozenset(
         ("POST", "/namespaces/{namespace}/tables"),
         ("POST", "/namespaces/{namespace}/tables/{table}"),
         ("DELETE", "/namespaces/{namespace}/tables/{table}"),
+        ("POST", "/namespaces/{namespace}/tables/{table}/unregister"),
         ("POST", "/namespaces/{namespace}/register"),
         ("POST", "/tables/rename"),
         ("POST", "/transactions/commit"),

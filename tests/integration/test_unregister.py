@@ -3,6 +3,8 @@ holds its last metadata — and registering that location brings it back."""
 
 from __future__ import annotations
 
+import uuid
+
 from icelog.api.routes.config import ENDPOINTS
 from tests.integration.conftest import Api, create_table
 from tests.integration.test_iceberg_events import all_events, append_body
@@ -47,6 +49,18 @@ def test_a_protected_table_cannot_be_unregistered(api: Api) -> None:
     refused = api.post("/namespaces/db/tables/t/unregister")
     assert refused.status_code == 409
     assert api.get("/namespaces/db/tables/t").status_code == 200
+
+
+def test_an_unregister_sent_again_with_its_idempotency_key_is_replayed(api: Api) -> None:
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    first = api.post("/namespaces/db/tables/t/unregister", headers=key)
+    assert first.status_code == 200, first.text
+    again = api.post("/namespaces/db/tables/t/unregister", headers=key)
+    assert again.status_code == 200, again.text
+    assert again.json()["metadata-location"] == first.json()["metadata-location"]
+    assert api.post("/namespaces/db/tables/t/unregister").status_code == 404
 
 
 def test_the_route_is_advertised() -> None:
