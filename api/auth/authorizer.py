@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 from uuid import UUID
@@ -59,6 +60,14 @@ class Authorizer(Protocol):
         """A read model lookup the checks need (a table's id by name), cached like them."""
         ...
 
+    def recall(self, key: Hashable) -> Any:
+        """What `remember` kept under `key`, if it is still current; else None."""
+        ...
+
+    def remember(self, key: Hashable, value: Any) -> None:
+        """Keep an allowed decision (never a refusal) as long as the cached grants."""
+        ...
+
 
 class AllowAll:
     """No identity provider: every caller may do everything (and says so in /info)."""
@@ -79,6 +88,12 @@ class AllowAll:
     def lookup(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
         return load()
 
+    def recall(self, key: Hashable) -> Any:
+        return None
+
+    def remember(self, key: Hashable, value: Any) -> None:
+        pass
+
 
 class GrantSource(Protocol):
     def grants_held(
@@ -98,6 +113,24 @@ class WouldRead(Exception):
 # Set while a guard runs on the event loop: the checks may use what is cached, and raise
 # `WouldRead` instead of blocking the loop on a read (the guard then reruns in a thread).
 _CACHE_ONLY: ContextVar[bool] = ContextVar("icelog_cache_only", default=False)
+
+
+# Set while a decision is made that the edge may keep (`remember`): a check answered from an
+# entry past its time (another caller is reloading it) marks it, and such a decision is not
+# kept — it would outlive the entry it came from.
+_STALE_SEEN: ContextVar[list[bool] | None] = ContextVar("icelog_stale_seen", default=None)
+
+
+@contextmanager
+def watching_staleness() -> Iterator[list[bool]]:
+    """Yields a list that is non-empty afterwards if any cached answer used was stale (the
+    list is shared with a thread the check may rerun in)."""
+    seen: list[bool] = []
+    token = _STALE_SEEN.set(seen)
+    try:
+        yield seen
+    finally:
+        _STALE_SEEN.reset(token)
 
 
 def from_cache_only(check: Callable[[], T]) -> T:
@@ -128,8 +161,14 @@ class TtlCache:
     def get(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
         now = time.monotonic()
         found = None if fresh else self._entries.get(key)
-        if found is not None and (now - found[0] < self.ttl_s or key in self._refreshing):
-            return cast(T, found[1])
+        if found is not None:
+            if now - found[0] < self.ttl_s:
+                return cast(T, found[1])
+            if key in self._refreshing:
+                seen = _STALE_SEEN.get()
+                if seen is not None:
+                    seen.append(True)
+                return cast(T, found[1])
         if _CACHE_ONLY.get():
             raise WouldRead
         with self._lock:
@@ -139,11 +178,21 @@ class TtlCache:
         finally:
             with self._lock:
                 self._refreshing.discard(key)
+        self.put(key, value)
+        return value
+
+    def peek(self, key: Hashable) -> Any:
+        """The value under `key` while it is current, else None: no reload, no waiting."""
+        found = self._entries.get(key)
+        if found is not None and time.monotonic() - found[0] < self.ttl_s:
+            return found[1]
+        return None
+
+    def put(self, key: Hashable, value: Any) -> None:
         with self._lock:
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
             self._entries[key] = (time.monotonic(), value)
-        return value
 
     def clear(self) -> None:
         with self._lock:
@@ -172,6 +221,13 @@ class GrantAuthorizer:
 
     def lookup(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
         return self._cached(key, load, fresh)
+
+    def recall(self, key: Hashable) -> Any:
+        return None if self._cache is None else self._cache.peek(key)
+
+    def remember(self, key: Hashable, value: Any) -> None:
+        if self._cache is not None:
+            self._cache.put(key, value)
 
     def _cached(self, key: Hashable, load: Callable[[], T], fresh: bool) -> T:
         if self._cache is not None:

@@ -129,6 +129,14 @@ def cache_first(guard: Guard) -> Guard:
     return guard
 
 
+def path_only(guard: Guard) -> Guard:
+    """Mark a guard whose decision depends on nothing but the caller and the request's path
+    (not its body or query): the edge keeps its allowed answer per caller and path, so a
+    repeated request (an engine loading the same table) costs one lookup."""
+    setattr(guard, "path_only", True)  # noqa: B010 - a mark on a plain function
+    return cache_first(guard)
+
+
 def _path_namespace(request: Request) -> NamespaceName:
     from icelog.api.http import namespace_param  # noqa: PLC0415 - api.http imports models
 
@@ -155,7 +163,7 @@ def on_warehouse(action: str) -> Guard:
     def guard(request: Request, body: Any, query: Any) -> None:
         require(request, warehouse_of(request), action)
 
-    return cache_first(guard)
+    return path_only(guard)
 
 
 def on_namespace(action: str) -> Guard:
@@ -167,7 +175,7 @@ def on_namespace(action: str) -> Guard:
         params = request.path_params
         _allowed(request, ("ns", action, params.get("prefix"), params["namespace"]), check)
 
-    return cache_first(guard)
+    return path_only(guard)
 
 
 @cache_first
@@ -192,7 +200,7 @@ def on_tabular(kind: str, action: str, param: str) -> Guard:
         # What vended credentials may do (load, credentials).
         request.state.caps = _allowed(request, key, check)
 
-    return cache_first(guard)
+    return path_only(guard)
 
 
 def on_rename(kind: str) -> Guard:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from icelog.api.auth.authorizer import TtlCache, WouldRead, from_cache_only
+from icelog.api.auth.authorizer import TtlCache, WouldRead, from_cache_only, watching_staleness
 
 
 def test_an_entry_is_read_again_after_its_time() -> None:
@@ -68,6 +68,25 @@ def test_while_one_caller_reads_an_expired_entry_again_the_others_keep_the_old_a
         raise AssertionError("a second read of the same entry")
 
     assert cache.get("k", must_not_load) == "old"  # no stampede: the old answer serves
+    # A decision made from that old answer is marked: the edge must not keep it as new.
+    with watching_staleness() as stale:
+        assert cache.get("k", must_not_load) == "old"
+    assert stale
     release.set()
     refresher.join(5)
     assert cache.get("k", must_not_load) == "new"
+    with watching_staleness() as stale:
+        assert cache.get("k", must_not_load) == "new"
+    assert not stale
+
+
+def test_peek_gives_only_current_entries_and_never_loads() -> None:
+    cache = TtlCache(ttl_s=0.05)
+    assert cache.peek("k") is None
+    cache.put("k", ("caps",))
+    assert cache.peek("k") == ("caps",)
+    time.sleep(0.06)
+    assert cache.peek("k") is None  # past its time: the caller decides afresh
+    cache.put("k", 1)
+    cache.clear()
+    assert cache.peek("k") is None
