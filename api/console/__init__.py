@@ -1,0 +1,36 @@
+"""The web console at `/ui` (docs/console.md, ADR 0016): server-rendered pages over the
+API's own operations, called in-process; its templates and one CSS and one JS file are
+package data, so it works offline and needs nothing but `icelog serve`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from icelog.api.console import pages
+
+STATIC = Path(__file__).parent / "static"
+
+
+def console_routes() -> list[BaseRoute]:
+    wh = "/ui/warehouses/{warehouse_id}"
+    return [
+        Route("/ui", pages.home, methods=["GET"]),
+        Route("/ui/", pages.home, methods=["GET"]),
+        Route("/ui/projects", pages.projects, methods=["GET"]),
+        Route("/ui/projects", pages.create_project, methods=["POST"]),
+        Route("/ui/projects/{project_id}", pages.project, methods=["GET"]),
+        Route("/ui/projects/{project_id}/new-warehouse", pages.new_warehouse, methods=["GET"]),
+        Route("/ui/projects/{project_id}/new-warehouse", pages.create_warehouse, methods=["POST"]),
+        Route("/ui/projects/{project_id}/{action}", pages.project_action, methods=["POST"]),
+        Route(wh, pages.warehouse, methods=["GET"]),
+        Route(wh + "/namespace", pages.namespace, methods=["GET"]),
+        Route(wh + "/table", pages.table, methods=["GET"]),
+        Route(wh + "/view", pages.view, methods=["GET"]),
+        Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),
+        Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
+        Route("/ui/events", pages.events, methods=["GET"]),
+        Mount("/ui/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
+    ]

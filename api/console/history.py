@@ -1,0 +1,264 @@
+"""What changed, event by event: a table's or view's metadata folded from its own events
+(domain/metadata_fold.py), and the difference each event made — schema and partition spec
+as field diffs, snapshot summaries, properties — for the console's timelines and its
+"as of" pages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from icelog.domain.metadata_fold import replay_commit
+from icelog.domain.table import Table
+from icelog.domain.view import View
+
+__all__ = ["Change", "Step", "fields_of", "steps", "type_text"]
+
+
+@dataclass
+class Change:
+    """One line of a diff: `+` added, `-` removed, `~` changed, `·` a plain fact."""
+
+    sign: str
+    text: str
+
+
+@dataclass
+class Step:
+    """One event of a table or view, with what it changed and the document after it."""
+
+    version: int
+    topic: str
+    title: str
+    changes: list[Change] = field(default_factory=list)
+    document: dict[str, Any] = field(default_factory=dict)
+    snapshots: list[dict[str, Any]] = field(default_factory=list)
+
+
+def type_text(kind: Any) -> str:
+    """An Iceberg type in one line: `long`, `struct<…>`, `list<string>`, `map<string, long>`."""
+    if isinstance(kind, str):
+        return kind
+    if not isinstance(kind, dict):
+        return str(kind)
+    if kind.get("type") == "struct":
+        return "struct"
+    if kind.get("type") == "list":
+        return f"list<{type_text(kind.get('element'))}>"
+    if kind.get("type") == "map":
+        return f"map<{type_text(kind.get('key'))}, {type_text(kind.get('value'))}>"
+    return str(kind.get("type"))
+
+
+def fields_of(schema: dict[str, Any] | None) -> dict[int, tuple[str, str, bool]]:
+    """Every field of a schema, nested ones included: id → (dotted path, type, required)."""
+    found: dict[int, tuple[str, str, bool]] = {}
+
+    def walk(kind: Any, prefix: str) -> None:
+        if not isinstance(kind, dict):
+            return
+        if kind.get("type") == "struct":
+            for f in kind.get("fields", []):
+                path = f"{prefix}{f['name']}"
+                found[int(f["id"])] = (path, type_text(f["type"]), bool(f.get("required")))
+                walk(f["type"], path + ".")
+        elif kind.get("type") == "list":
+            eid = kind.get("element-id")
+            if eid is not None:
+                found[int(eid)] = (
+                    f"{prefix}element",
+                    type_text(kind.get("element")),
+                    bool(kind.get("element-required")),
+                )
+            walk(kind.get("element"), f"{prefix}element.")
+        elif kind.get("type") == "map":
+            for part in ("key", "value"):
+                pid = kind.get(f"{part}-id")
+                if pid is not None:
+                    required = part == "key" or bool(kind.get("value-required"))
+                    found[int(pid)] = (f"{prefix}{part}", type_text(kind.get(part)), required)
+                walk(kind.get(part), f"{prefix}{part}.")
+
+    if schema:
+        walk(schema, "")
+    return found
+
+
+def _current(document: dict[str, Any], listing: str, key: str, current: str) -> Any:
+    wanted = document.get(current)
+    for item in document.get(listing, []) or []:
+        if item.get(key) == wanted:
+            return item
+    return None
+
+
+def _schema_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    old = fields_of(_current(before, "schemas", "schema-id", "current-schema-id"))
+    new = fields_of(_current(after, "schemas", "schema-id", "current-schema-id"))
+    changes: list[Change] = []
+    for fid, (path, kind, required) in new.items():
+        need = " required" if required else ""
+        if fid not in old:
+            changes.append(Change("+", f"column {path} {kind}{need}"))
+        elif old[fid] != new[fid]:
+            was_path, was_kind, was_required = old[fid]
+            parts = []
+            if was_path != path:
+                parts.append(f"renamed from {was_path}")
+            if was_kind != kind:
+                parts.append(f"{was_kind} → {kind}")
+            if was_required != required:
+                parts.append("now required" if required else "now optional")
+            changes.append(Change("~", f"column {path}: {', '.join(parts)}"))
+    changes += [
+        Change("-", f"column {path} {kind}")
+        for fid, (path, kind, _) in old.items()
+        if fid not in new
+    ]
+    return changes
+
+
+def _spec_text(spec: dict[str, Any] | None, schema: dict[str, Any] | None) -> list[str]:
+    names = {fid: path for fid, (path, _, _) in fields_of(schema).items()}
+    return [
+        f"{f.get('transform')}({names.get(int(f.get('source-id', -1)), f.get('source-id'))})"
+        for f in (spec or {}).get("fields", [])
+    ]
+
+
+def _order_text(order: dict[str, Any] | None, schema: dict[str, Any] | None) -> list[str]:
+    names = {fid: path for fid, (path, _, _) in fields_of(schema).items()}
+    return [
+        f"{f.get('transform')}({names.get(int(f.get('source-id', -1)), f.get('source-id'))})"
+        f" {f.get('direction')} {f.get('null-order')}"
+        for f in (order or {}).get("fields", [])
+    ]
+
+
+def partition_text(document: dict[str, Any]) -> list[str]:
+    schema = _current(document, "schemas", "schema-id", "current-schema-id")
+    spec = _current(document, "partition-specs", "spec-id", "default-spec-id")
+    return _spec_text(spec, schema)
+
+
+def sort_text(document: dict[str, Any]) -> list[str]:
+    schema = _current(document, "schemas", "schema-id", "current-schema-id")
+    order = _current(document, "sort-orders", "order-id", "default-sort-order-id")
+    return _order_text(order, schema)
+
+
+def current_schema(document: dict[str, Any]) -> dict[str, Any] | None:
+    found: dict[str, Any] | None = _current(document, "schemas", "schema-id", "current-schema-id")
+    return found
+
+
+def _list_diff(what: str, old: list[str], new: list[str]) -> list[Change]:
+    if old == new:
+        return []
+    return [Change("~", f"{what}: [{', '.join(old) or 'none'}] → [{', '.join(new) or 'none'}]")]
+
+
+def _properties_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    old, new = before.get("properties") or {}, after.get("properties") or {}
+    changes = [
+        Change("+" if k not in old else "~", f"property {k} = {v}")
+        for k, v in new.items()
+        if old.get(k) != v
+    ]
+    changes += [Change("-", f"property {k}") for k in old if k not in new]
+    return changes
+
+
+def _snapshots_added(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    known = {s.get("snapshot-id") for s in before.get("snapshots", []) or []}
+    return [s for s in after.get("snapshots", []) or [] if s.get("snapshot-id") not in known]
+
+
+def _refs_diff(before: dict[str, Any], after: dict[str, Any]) -> list[Change]:
+    old, new = before.get("refs") or {}, after.get("refs") or {}
+    changes = []
+    for name, ref in new.items():
+        if name not in old:
+            changes.append(Change("+", f"{ref.get('type')} {name} → {ref.get('snapshot-id')}"))
+        elif old[name].get("snapshot-id") != ref.get("snapshot-id"):
+            changes.append(Change("~", f"{ref.get('type')} {name} → {ref.get('snapshot-id')}"))
+    changes += [Change("-", f"ref {name}") for name in old if name not in new]
+    return changes
+
+
+def summary_text(snapshot: dict[str, Any]) -> str:
+    summary = snapshot.get("summary") or {}
+    parts = [str(summary.get("operation", "?"))]
+    for key in ("added-records", "deleted-records", "added-data-files", "total-records"):
+        if key in summary:
+            parts.append(f"{key} {summary[key]}")
+    return f"snapshot {snapshot.get('snapshot-id')}: " + ", ".join(parts)
+
+
+def _table_changes(
+    before: dict[str, Any], after: dict[str, Any]
+) -> tuple[list[Change], list[dict[str, Any]]]:
+    changes = _schema_diff(before, after)
+    changes += _list_diff("partition spec", partition_text(before), partition_text(after))
+    changes += _list_diff("sort order", sort_text(before), sort_text(after))
+    added = _snapshots_added(before, after)
+    changes += [Change("+", summary_text(s)) for s in added]
+    changes += _refs_diff(before, after)
+    changes += _properties_diff(before, after)
+    if before.get("location") != after.get("location"):
+        changes.append(Change("~", f"location {after.get('location')}"))
+    return changes, added
+
+
+def _view_version_text(document: dict[str, Any]) -> list[Change]:
+    version = _current(document, "versions", "version-id", "current-version-id") or {}
+    found = [Change("·", f"version {version.get('version-id')}")]
+    for rep in version.get("representations", []) or []:
+        found.append(Change("·", f"{rep.get('dialect')}: {rep.get('sql')}"))
+    return found
+
+
+def steps(events: Iterable[Any]) -> list[Step]:
+    """One step per event of a table or view aggregate, in order."""
+    found: list[Step] = []
+    document: dict[str, Any] = {}
+    for event in events:
+        topic = getattr(event, "TOPIC", type(event).__name__)
+        verb = topic.split(".")[2] if topic.count(".") >= 3 else topic
+        step = Step(version=event.originator_version, topic=topic, title=verb)
+        if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
+            document = event.metadata
+            step.changes.append(Change("·", f"{verb} at {event.metadata_location}"))
+            if isinstance(event, View.Event):
+                step.changes += _view_version_text(document)
+            else:
+                schema = current_schema(document)
+                step.changes += [
+                    Change("+", f"column {path} {kind}")
+                    for path, kind, _ in fields_of(schema).values()
+                ]
+                spec = partition_text(document)
+                if spec:
+                    step.changes.append(Change("·", f"partition spec [{', '.join(spec)}]"))
+        elif isinstance(event, Table.Committed):
+            after = replay_commit(event, document)
+            step.changes, step.snapshots = _table_changes(document, after)
+            document = after
+        elif isinstance(event, View.Replaced):
+            after = replay_commit(event, document)
+            step.changes = _view_version_text(after) + _properties_diff(document, after)
+            document = after
+        elif isinstance(event, (Table.Renamed, View.Renamed)):
+            step.changes.append(
+                Change("~", "renamed to " + ".".join([*event.namespace, event.name]))
+            )
+        elif isinstance(event, (Table.Undropped, View.Undropped)):
+            step.changes.append(
+                Change("~", "restored as " + ".".join([*event.namespace, event.name]))
+            )
+        elif hasattr(event, "protected"):
+            step.changes.append(Change("~", f"protected: {event.protected}"))
+        step.document = document
+        found.append(step)
+    return found

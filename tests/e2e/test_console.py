@@ -1,0 +1,284 @@
+"""The web console (`/ui`) in real Chromium (Debian's package, driven by Playwright), against
+`icelog serve`: browse to a table PyIceberg wrote, read its event timeline, step the as-of
+control back before a commit, create a warehouse, soft-drop and undrop a table.
+
+Screenshots at 1280x800 and 390x844 go to `$ICELOG_CONSOLE_SCREENSHOTS` when it is set
+(`docs/console` refreshes the documentation's), else to the test's temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
+import pytest
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    DoubleType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+)
+
+from tests.support.clients import rest_catalog
+from tests.support.fixtures import ServerFactory
+from tests.support.server import CatalogServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+WIDE: ViewportSize = {"width": 1280, "height": 800}
+NARROW: ViewportSize = {"width": 390, "height": 844}
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "kind", StringType(), required=False),
+    NestedField(
+        3, "address",
+        StructType(NestedField(4, "city", StringType()), NestedField(5, "zip", StringType())),
+        required=False,
+    ),
+    NestedField(6, "tags", ListType(7, StringType(), element_required=False), required=False),
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server(catalog_server_factory: ServerFactory) -> CatalogServer:
+    return catalog_server_factory("sqlite")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (scripts/test does)")
+    with sync_playwright() as playwright:
+        found = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield found
+        found.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: CatalogServer) -> Iterator[Page]:
+    context = browser.new_context(viewport=WIDE, base_url=server.base)
+    opened = context.new_page()
+    opened.on("dialog", lambda dialog: dialog.accept())  # the console's confirm()s
+    # Offline: every request the console makes goes to the catalog itself.
+    hosts: set[str] = set()
+    opened.on("request", lambda request: hosts.add(urlparse(request.url).netloc))
+    yield opened
+    context.close()
+    assert hosts <= {urlparse(server.base).netloc}, hosts
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wanted = os.environ.get("ICELOG_CONSOLE_SCREENSHOTS")
+    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-shots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def shoot(page: Page, shots: Path, name: str) -> None:
+    """The page at 1280x800 and at 390x844 (full length), then back to wide."""
+    for size, suffix in ((WIDE, "desktop"), (NARROW, "mobile")):
+        page.set_viewport_size(size)
+        page.screenshot(path=str(shots / f"{name}-{suffix}.png"), full_page=True)
+    page.set_viewport_size(WIDE)
+
+
+@pytest.fixture(scope="module")
+def sales(server: CatalogServer) -> dict[str, Any]:
+    """A table written by PyIceberg: nested schema, one append, then a new column."""
+    catalog = rest_catalog(server)
+    catalog.create_namespace_if_not_exists("sales")
+    table = catalog.create_table("sales.events", SCHEMA)
+    table.append(
+        pa.Table.from_pylist(
+            [{"id": 1, "kind": "a", "address": {"city": "Oslo", "zip": "0150"}, "tags": ["x"]},
+             {"id": 2, "kind": "b", "address": None, "tags": []}],
+            schema=table.schema().as_arrow(),
+        )
+    )  # fmt: skip
+    with table.update_schema() as update:
+        update.add_column("amount", DoubleType())
+    loaded = catalog.load_table("sales.events")
+    return {"catalog": catalog, "metadata_location": loaded.metadata_location}
+
+
+def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: Path) -> None:
+    page.goto("/ui")
+    expect(page.locator("h1")).to_have_text("Projects")
+    shoot(page, shots, "projects")
+    page.get_by_role("link", name="default", exact=True).click()
+    expect(page.locator("h1")).to_have_text("Project default")
+    page.get_by_role("link", name="default", exact=True).click()
+    expect(page.locator("h1")).to_have_text("Warehouse default")
+    expect(page.get_by_text("file", exact=True).first).to_be_visible()
+    shoot(page, shots, "warehouse")
+    page.locator("ul.tree").get_by_role("link", name="sales").click()
+    expect(page.locator("h1")).to_have_text("Namespace sales")
+    page.get_by_role("link", name="events", exact=True).click()
+    expect(page.locator("h1")).to_have_text("Table sales.events")
+    schema = page.locator("[data-schema]")
+    for column in ("id", "kind", "address", "city", "zip", "tags", "element", "amount"):
+        expect(schema.get_by_text(column, exact=True)).to_be_visible()
+    expect(schema).to_contain_text("list<string>")
+    expect(page.locator("[data-metadata-location]")).to_have_text(sales["metadata_location"])
+    expect(page.locator("#snapshots")).to_contain_text("append, added-records 2")
+    expect(page.locator("#snapshots")).to_contain_text("branch main")
+    shoot(page, shots, "table")
+
+
+def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path) -> None:
+    page.goto("/ui/projects")
+    page.goto(_table_url(page, "sales", "events"))
+    steps = page.locator("[data-timeline] > li")
+    expect(steps).to_have_count(3)  # created, the append, the new column — newest first
+    expect(steps.nth(0)).to_contain_text("committed")
+    expect(steps.nth(0)).to_contain_text("+ column amount double")
+    expect(steps.nth(1)).to_contain_text("append, added-records 2")
+    expect(steps.nth(1)).to_contain_text("branch main")
+    expect(steps.nth(2)).to_contain_text("created")
+    expect(steps.nth(2)).to_contain_text("+ column address.city string")
+    expect(steps.nth(0)).to_contain_text("anonymous")
+    page.locator("#timeline").scroll_into_view_if_needed()
+    shoot(page, shots, "timeline")
+
+
+def test_as_of_before_a_commit_shows_the_older_schema(
+    page: Page, sales: dict[str, Any], shots: Path
+) -> None:
+    page.goto(_table_url(page, "sales", "events"))
+    schema = page.locator("[data-schema]")
+    expect(schema.get_by_text("amount", exact=True)).to_be_visible()
+    newest = page.locator("[data-timeline] > li").nth(0)
+    newest.locator("[data-before]").click()
+    expect(page.locator(".asof-banner")).to_contain_text("as of log position")
+    expect(page.locator("h1")).to_have_text("Table sales.events")
+    expect(schema.get_by_text("id", exact=True)).to_be_visible()
+    expect(schema.get_by_text("amount", exact=True)).to_have_count(0)
+    expect(page.locator("[data-timeline] > li")).to_have_count(2)
+    # What the older page names is the metadata file of that moment.
+    older = page.locator("[data-metadata-location]").inner_text()
+    assert older != sales["metadata_location"] and older.endswith(".metadata.json")
+    shoot(page, shots, "as-of")
+    # Step back once more with the control: before the append, no snapshot.
+    page.locator("[data-step]").click()
+    expect(page.locator("#snapshots")).to_contain_text("No snapshots")
+    # "Now" returns to the live table.
+    page.locator("[data-now]").click()
+    expect(page.locator(".asof-banner")).to_have_count(0)
+    expect(schema.get_by_text("amount", exact=True)).to_be_visible()
+    # The control takes a position typed in, on any page.
+    page.goto("/ui/projects")
+    page.fill("#as-of", "1")
+    page.locator("form.asof button").click()
+    expect(page.locator(".asof-banner")).to_contain_text("as of log position 1")
+
+
+def test_create_a_warehouse(page: Page, server: CatalogServer, tmp_path: Path, shots: Path) -> None:
+    page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
+    page.get_by_role("link", name="New warehouse").click()
+    expect(page.locator("h1")).to_have_text("New warehouse")
+    page.fill("input[name=name]", "lake2")
+    page.check("input[name=storage-type][value=s3]")
+    expect(page.locator("input[name=bucket]")).to_be_visible()
+    expect(page.locator("input[name=base-location]")).to_be_hidden()
+    page.check("input[name=storage-type][value=file]")
+    # The catalog's answer shows on the form: a location that is not absolute.
+    page.fill("input[name=base-location]", "relative/dir")
+    page.get_by_role("button", name="Create warehouse").click()
+    expect(page.locator(".error")).to_contain_text("BadRequestException")
+    expect(page.locator("input[name=name]")).to_have_value("lake2")
+    shoot(page, shots, "warehouse-new-error")
+    page.fill("input[name=base-location]", (tmp_path / "lake2").as_uri())
+    page.check("input[name=delete-type][value=soft]")
+    page.get_by_role("button", name="Create warehouse").click()
+    expect(page.locator("h1")).to_have_text("Warehouse lake2")
+    expect(page.locator(".banner.ok")).to_have_text("Warehouse created")
+    expect(page.get_by_text("dropped tables and views can be undropped")).to_be_visible()
+    listed = httpx.get(f"{server.base}/management/v1/warehouse").json()["warehouses"]
+    assert "lake2" in {w["name"] for w in listed}
+
+
+def test_soft_drop_and_undrop_a_table(
+    page: Page, server: CatalogServer, tmp_path: Path, shots: Path
+) -> None:
+    created = httpx.post(
+        f"{server.base}/management/v1/warehouse",
+        json={
+            "warehouse-name": "soft",
+            "storage-profile": {"type": "file", "base-location": (tmp_path / "soft").as_uri()},
+            "delete-profile": {"type": "soft", "expiration-seconds": 3600},
+        },
+    )
+    assert created.status_code == 200, created.text
+    wid = created.json()["warehouse-id"]
+    catalog = rest_catalog(server, warehouse="soft")
+    catalog.create_namespace("crm")
+    catalog.create_table("crm.customers", Schema(NestedField(1, "id", LongType())))
+
+    page.goto(f"/ui/warehouses/{wid}/table?ns=crm&name=customers")
+    page.locator("summary", has_text="Manage this table").click()
+    page.get_by_role("button", name="Drop table").click()
+    expect(page.locator(".banner.ok")).to_have_text("Dropped crm.customers")
+    expect(page.locator("h1")).to_have_text("Namespace crm")
+    expect(page.get_by_role("link", name="customers")).to_have_count(0)
+
+    page.goto(f"/ui/warehouses/{wid}")
+    deleted = page.locator("#deleted + table")
+    expect(deleted).to_contain_text("crm.customers")
+    shoot(page, shots, "soft-deleted")
+    deleted.get_by_role("button", name="Undrop").click()
+    expect(page.locator(".banner.ok")).to_have_text("Restored crm.customers")
+    expect(page.locator("#deleted + p")).to_have_text("None.")
+    page.goto(f"/ui/warehouses/{wid}/table?ns=crm&name=customers")
+    expect(page.locator("h1")).to_have_text("Table crm.customers")
+    steps = page.locator("[data-timeline] > li")
+    expect(steps.nth(0)).to_contain_text("undropped")
+    expect(steps.nth(1)).to_contain_text("soft-dropped")
+
+
+def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> None:
+    page.goto("/ui/projects")
+    response = page.goto(_table_url(page, "sales", "nope"))
+    assert response is not None and response.status == 404
+    expect(page.locator(".error")).to_contain_text("NoSuchTableException")
+    expect(page.locator(".error")).to_contain_text("sales.nope")
+    response = page.goto("/ui/warehouses/not-a-uuid")
+    assert response is not None and response.status == 400
+    expect(page.locator(".error")).to_contain_text("warehouse id must be a UUID")
+
+
+def test_assets_are_in_the_package() -> None:
+    """Templates and static files ship inside the installed package (no CDN)."""
+    from icelog.api import console
+
+    folder = Path(console.__file__).parent
+    assert (folder / "static" / "console.css").is_file()
+    assert (folder / "templates" / "layout.html").is_file()
+    layout = (folder / "templates" / "layout.html").read_text()
+    assert not re.search(r"(src|href)=\"https?://", layout)
+    assert shutil.which("chromium") or Path(CHROMIUM).exists()
+
+
+def _table_url(page: Page, namespace: str, name: str) -> str:
+    """The table's page in the default warehouse, found through the console's links."""
+    page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
+    href = page.get_by_role("link", name="default", exact=True).get_attribute("href")
+    assert href is not None
+    return f"{href}/table?ns={namespace}&name={name}"
