@@ -19,6 +19,7 @@ from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, t
 from icelog.api.auth.authorizer import AllowAll, GrantAuthorizer
 from icelog.api.auth.token_endpoint import tokens
 from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
+from icelog.api.console import console_routes
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
 from icelog.api.event_log import make_indexer
@@ -71,7 +72,7 @@ def routes() -> list[BaseRoute]:
             found.append(Route(base + op.path, served, methods=op.methods))
     for op in MANAGEMENT_OPERATIONS:
         found.append(Route("/management/v1" + op.path, serve(op), methods=op.methods))
-    return [*found, *openapi_routes()]
+    return [*found, *openapi_routes(), *console_routes()]
 
 
 def create_app(settings: Settings, services: Services | None = None) -> Starlette:
