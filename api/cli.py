@@ -103,6 +103,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             ],
         )
     print(f"icelog serving http://{host}:{port}/catalog ({settings.backend})", flush=True)
+    print(f"console: open http://{host}:{port}/ui", flush=True)
     # uvicorn finishes in-flight requests on SIGTERM, then re-raises the signal it caught;
     # with the default handler that would kill the process before services.close().
     signal.signal(signal.SIGTERM, lambda *_: None)
