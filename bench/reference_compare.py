@@ -1,0 +1,535 @@
+"""icelog against Apache Iceberg's Java reference catalog, side by side in one run.
+
+    apt-get install -y libpostgresql-jdbc-java libslf4j-java    # once (Java 17 is needed too)
+    .venv/bin/python bench/reference_compare.py [--rounds 3] [--quick]
+
+The reference is bench/reference/ReferenceCatalogServer.java: Iceberg's own
+`CatalogHandlers` over `JdbcCatalog`, from the iceberg-spark-runtime jar the test dependencies
+ship (PostgreSQL's JDBC driver and SLF4J from Debian), on the JDK's built-in HTTP server with a
+16-thread executor, a JDBC pool of 16, a local-disk warehouse, no fsync. It is compiled on
+demand into bench/reference/build/. icelog is one `icelog serve` process from this checkout.
+Each server has its own fresh database on the local PostgreSQL and its own warehouse in a
+temporary directory.
+
+Both are driven by the same Python load generator (bench/loadgen.py), in turns — icelog then
+the reference in even rounds, the other way round in odd ones — so that the machine's drift
+hits both alike. Scenarios (each round):
+
+- `load-1`, `load-500`: loadTable of a table with 1 snapshot / 500 snapshots (seeded through
+  commits), at 1, 8 and 32 clients; a warm-up, then `--duration` seconds.
+- `commits-4`: 4 writers x 50 commits, each on its own table (`assert-ref-snapshot-id` +
+  `add-snapshot` + `set-snapshot-ref`); `commits-shared`: the same on one shared table,
+  where a writer that gets a 409 reloads the table and tries again (409s are counted).
+- `creates`: 8 clients x 300 createTable in one namespace (creates/s, p50).
+
+For each, the server's CPU (utime + stime from /proc/<pid>/stat, before and after) divided by
+the requests it answered. Prints markdown tables (icelog, reference, icelog / reference;
+ranges over the rounds, the ratio taken within each round) and writes them with every
+round's raw figures to bench/results/<date>-reference-compare.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pyarrow as pa
+from pyiceberg.catalog import load_catalog
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT))
+from ab import ADMIN, TreeServer  # noqa: E402
+from loadgen import Connection, Result, build_request, run_clients  # noqa: E402
+from run import SCHEMA, CpuAccount, append_body, calibration, free_port  # noqa: E402
+
+from icelog.api.clients import spark_runtime_jar  # noqa: E402
+
+SOURCE = BENCH / "reference" / "ReferenceCatalogServer.java"
+BUILD = BENCH / "reference" / "build"
+DEBIAN_JARS = {
+    "postgresql.jar": "libpostgresql-jdbc-java",
+    "slf4j-api.jar": "libslf4j-java",
+    "slf4j-simple.jar": "libslf4j-java",
+}
+THREADS = 16
+
+
+# --- the two servers -------------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """One server under test, as the load sees it."""
+
+    name: str
+    port: int
+    path: str  # the catalog's base path: /catalog/v1/{prefix} or /v1
+    pid: int
+    stop: Callable[[], None]
+    http: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}{self.path}", timeout=120)
+
+    def request(self, method: str, path: str, body: Any = None) -> bytes:
+        raw = b"" if body is None else json.dumps(body).encode()
+        return build_request(method, self.path + path, f"127.0.0.1:{self.port}", raw)
+
+
+def start_icelog() -> Target:
+    server = TreeServer(ROOT)  # one `icelog serve` process, its own database; makes `bench`
+    return Target(
+        "icelog", server.port, f"/catalog/v1/{server.prefix}", server.proc.pid, server.stop
+    )
+
+
+def reference_classpath() -> list[str]:
+    missing = [p for j, p in DEBIAN_JARS.items() if not Path("/usr/share/java", j).exists()]
+    if missing:
+        sys.exit(f"missing Debian packages: apt-get install -y {' '.join(sorted(set(missing)))}")
+    return [spark_runtime_jar(), "/usr/share/java/postgresql.jar", "/usr/share/java/slf4j-api.jar"]
+
+
+def compile_reference() -> list[str]:
+    """Compiles the reference server when its class is missing or older than its source;
+    returns the classpath to run it with."""
+    classpath = reference_classpath()
+    built = BUILD / "ReferenceCatalogServer.class"
+    if not built.exists() or built.stat().st_mtime < SOURCE.stat().st_mtime:
+        BUILD.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["javac", "-cp", ":".join(classpath), "-d", str(BUILD), str(SOURCE)], check=True
+        )
+    return [str(BUILD), *classpath, "/usr/share/java/slf4j-simple.jar"]
+
+
+def start_reference(java_opts: list[str]) -> Target:
+    classpath = compile_reference()
+    db = f"icelog_ref_{secrets.token_hex(4)}"
+    with psycopg.connect(ADMIN, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{db}"')
+    tmp = tempfile.mkdtemp(prefix="icelog-ref-")
+    port = free_port()
+    log_path = Path(tmp, "server.log")
+    log = log_path.open("wb")  # closed by stop()
+    proc = subprocess.Popen(
+        [
+            "java", *java_opts, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", ":".join(classpath), "ReferenceCatalogServer", str(port),
+            f"jdbc:postgresql://127.0.0.1:5432/{db}", "postgres", f"{tmp}/warehouse",
+            str(THREADS), str(THREADS),
+        ],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+    def stop() -> None:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+        with psycopg.connect(ADMIN, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/config", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop()
+            raise RuntimeError(log_path.read_text())
+        time.sleep(0.1)
+    target = Target("reference", port, "/v1", proc.pid, stop)
+    target.http.post("/namespaces", json={"namespace": ["bench"]}).raise_for_status()
+    return target
+
+
+# --- setup and checks ------------------------------------------------------------------------
+
+
+def seed_table(target: Target, ns: str, name: str, snapshots: int = 0) -> None:
+    target.http.post(
+        f"/namespaces/{ns}/tables", json={"name": name, "schema": SCHEMA}
+    ).raise_for_status()
+    parent = None
+    for i in range(1, snapshots + 1):
+        body = append_body(parent, 10_000 + i, i)
+        target.http.post(f"/namespaces/{ns}/tables/{name}", json=body).raise_for_status()
+        parent = 10_000 + i
+
+
+def pyiceberg_check(target: Target) -> str:
+    """A real client against the server: create, append (writes Parquet, commits with
+    requirements), load again and scan."""
+    uri = f"http://127.0.0.1:{target.port}{target.path.split('/v1')[0]}"
+    props = {"type": "rest", "uri": uri}
+    if target.name == "icelog":
+        props["warehouse"] = "default"
+    catalog = load_catalog("check", **props)
+    catalog.create_namespace("sanity")
+    table = catalog.create_table(
+        "sanity.events", pa.schema([("id", pa.int64()), ("kind", pa.string())])
+    )
+    table.append(pa.table({"id": [1, 2], "kind": ["a", "b"]}))
+    table.append(pa.table({"id": [3], "kind": ["c"]}))
+    rows = catalog.load_table("sanity.events").scan().to_arrow().to_pylist()
+    snapshots = len(catalog.load_table("sanity.events").metadata.snapshots)
+    if sorted(r["id"] for r in rows) != [1, 2, 3] or snapshots != 2:
+        raise RuntimeError(f"{target.name}: PyIceberg read back {rows}, {snapshots} snapshots")
+    stale = append_body(None, 1, 1)  # asserts `main` is absent: it is not any more
+    status = target.http.post("/namespaces/sanity/tables/events", json=stale).status_code
+    missing = target.http.get("/namespaces/sanity/tables/nope").status_code
+    if (status, missing) != (409, 404):
+        raise RuntimeError(f"{target.name}: stale commit {status}, missing table {missing}")
+    return f"{target.name}: PyIceberg create/append x2/scan ok, stale commit 409, missing 404"
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+
+def postgres_cpu_s() -> float:
+    """CPU of every PostgreSQL process, including backends that have exited since (their time
+    is in the postmaster's cutime + cstime once it has reaped them)."""
+    total = 0.0
+    pids = set(CpuAccount._postgres_pids())
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+        if int(fields[1]) not in pids:  # the postmaster: add its reaped children
+            total += int(fields[13]) + int(fields[14])
+    return total / CpuAccount.TICK
+
+
+@contextmanager
+def server_cpu(target: Target, out: dict[str, Any], requests: Callable[[], int]) -> Iterator[None]:
+    """Server and PostgreSQL CPU across the block, per request answered."""
+    server0, pg0 = CpuAccount._cpu_s(target.pid), postgres_cpu_s()
+    yield
+    server1, pg1 = CpuAccount._cpu_s(target.pid), postgres_cpu_s()
+    n = max(requests(), 1)
+    out["server_cpu_ms"] = round(1000 * (server1 - server0) / n, 3)
+    out["postgres_cpu_ms"] = round(1000 * (pg1 - pg0) / n, 3)
+
+
+def load(
+    target: Target, table: str, clients: int, warmup: float, duration: float
+) -> dict[str, Any]:
+    raw = target.request("GET", f"/namespaces/bench/tables/{table}?snapshots=all")
+    asyncio.run(run_clients("127.0.0.1", target.port, clients, warmup, lambda c, i: raw))
+    out: dict[str, Any] = {}
+    result = Result()
+    with server_cpu(target, out, lambda: len(result.latencies_ms)):
+        result = asyncio.run(
+            run_clients("127.0.0.1", target.port, clients, duration, lambda c, i: raw)
+        )
+    summary = result.summary()
+    out.update(rate=summary["rps"], p50_ms=summary["p50_ms"], p99_ms=summary["p99_ms"])
+    if set(result.statuses) != {200}:
+        out["statuses"] = result.statuses
+    return out
+
+
+async def _writers(target: Target, tables: list[str], commits: int) -> dict[str, Any]:
+    """One writer per entry of `tables` (the same name repeated = a shared table), each
+    committing `commits` snapshots; on a 409 it reloads the table and tries again."""
+    conflicts, requests, latencies = 0, 0, Result()
+
+    async def writer(w: int, table: str) -> None:
+        nonlocal conflicts, requests
+        conn = Connection("127.0.0.1", target.port)
+        path = f"/namespaces/bench/tables/{table}"
+        parent: int | None = None
+        seq, done, attempt = 0, 0, 0
+        try:
+            while done < commits:
+                attempt += 1
+                snap = (w + 1) * 1_000_000 + attempt
+                body = append_body(parent, snap, seq + 1)
+                t0 = time.perf_counter()
+                status, answer = await conn.request(target.request("POST", path, body))
+                requests += 1
+                if status == 200:
+                    latencies.record(status, (time.perf_counter() - t0) * 1000)
+                    parent, seq, done = snap, seq + 1, done + 1
+                    continue
+                if status != 409:
+                    raise RuntimeError(f"{target.name}: commit {status} {answer[:300]!r}")
+                conflicts += 1
+                status, answer = await conn.request(target.request("GET", path))
+                requests += 1
+                metadata = json.loads(answer)["metadata"]
+                parent = metadata.get("current-snapshot-id")
+                seq = metadata.get("last-sequence-number", 0)
+        finally:
+            await conn.close()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(writer(w, t) for w, t in enumerate(tables)))
+    latencies.elapsed_s = time.perf_counter() - t0
+    n = len(latencies.latencies_ms)
+    return {
+        "rate": round(n / latencies.elapsed_s, 1),
+        "conflicts": conflicts,
+        "requests": requests,
+        "p50_ms": round(latencies.pct(50), 2),
+        "p99_ms": round(latencies.pct(99), 2),
+    }
+
+
+def commit_run(
+    target: Target, tag: str, commits: int, shared: bool, writers: int = 4
+) -> dict[str, Any]:
+    tables = [f"{tag}_shared"] * writers if shared else [f"{tag}_{w}" for w in range(writers)]
+    for name in sorted(set(tables)):
+        seed_table(target, "bench", name)
+    out: dict[str, Any] = {}
+    found: dict[str, Any] = {}
+    with server_cpu(target, out, lambda: int(found["requests"])):
+        found = asyncio.run(_writers(target, tables, commits))
+    return {**found, **out}
+
+
+def create_run(target: Target, tag: str, per_client: int, clients: int = 8) -> dict[str, Any]:
+    target.http.post("/namespaces", json={"namespace": [tag]}).raise_for_status()
+
+    def make(cid: int, i: int) -> bytes:
+        return target.request(
+            "POST", f"/namespaces/{tag}/tables", {"name": f"t{cid}_{i}", "schema": SCHEMA}
+        )
+
+    out: dict[str, Any] = {}
+    result = Result()
+    with server_cpu(target, out, lambda: len(result.latencies_ms)):
+        result = asyncio.run(
+            run_clients("127.0.0.1", target.port, clients, 600, make, None, per_client)
+        )
+    summary = result.summary()
+    out.update(rate=summary["rps"], p50_ms=summary["p50_ms"], p99_ms=summary["p99_ms"])
+    if set(result.statuses) != {200}:
+        out["statuses"] = result.statuses
+    return out
+
+
+def warm_up(target: Target, seconds: float, n: int) -> None:
+    """Every code path the scenarios take, before anything is measured (the JVM compiles its
+    hot methods in the first seconds; icelog fills its caches)."""
+    commit_run(target, "warm", n, shared=False, writers=2)
+    commit_run(target, "warm", n // 2, shared=True, writers=2)
+    create_run(target, "warm", n // 4)
+    load(target, "warm_0", 8, seconds / 2, seconds / 2)
+
+
+# --- report ----------------------------------------------------------------------------------
+
+LOAD_CLIENTS = (1, 8, 32)
+SCENARIOS: list[tuple[str, str]] = [
+    *[(f"load-1-c{c}", f"loadTable, 1 snapshot, {c} client{'s' * (c > 1)} (req/s)")
+      for c in LOAD_CLIENTS],
+    *[(f"load-500-c{c}", f"loadTable, 500 snapshots, {c} client{'s' * (c > 1)} (req/s)")
+      for c in LOAD_CLIENTS],
+    ("commits-4", "commits, 4 writers x 50, 4 tables (commits/s)"),
+    ("commits-shared", "commits, 4 writers x 50, 1 shared table (commits/s)"),
+    ("creates", "createTable, 8 clients x 300, one namespace (creates/s)"),
+]  # fmt: skip
+
+
+def span(values: list[float], digits: int = 0) -> str:
+    lo, hi = min(values), max(values)
+    fmt = f"{{:,.{digits}f}}"
+    return (
+        fmt.format(lo)
+        if fmt.format(lo) == fmt.format(hi)
+        else f"{fmt.format(lo)}\u2013{fmt.format(hi)}"
+    )
+
+
+def report(rounds: list[dict[str, dict[str, dict[str, Any]]]], meta: dict[str, Any]) -> str:
+    def values(key: str, server: str, metric: str) -> list[float]:
+        return [float(r[key][server][metric]) for r in rounds if key in r]
+
+    def ratios(key: str, metric: str) -> list[float]:
+        return [
+            float(r[key]["icelog"][metric]) / max(float(r[key]["reference"][metric]), 1e-9)
+            for r in rounds
+            if key in r
+        ]
+
+    lines = [
+        f"icelog vs Iceberg's Java reference catalog — {meta['started']}, {len(rounds)} round(s)",
+        f"machine: {meta['machine']}",
+        f"note: {meta['note']}",
+        "",
+        "| scenario | icelog | Java reference | icelog / reference |",
+        "|---|---|---|---|",
+    ]
+    for key, label in SCENARIOS:
+        if not any(key in r for r in rounds):
+            continue
+        ice, ref = values(key, "icelog", "rate"), values(key, "reference", "rate")
+        cell_i, cell_r = span(ice), span(ref)
+        if key.startswith(("commits", "creates")):
+            extra = "conflicts" if key.startswith("commits") else "p50_ms"
+            unit = " 409s" if extra == "conflicts" else " ms p50"
+            cell_i += f"; {span(values(key, 'icelog', extra))}{unit}"
+            cell_r += f"; {span(values(key, 'reference', extra))}{unit}"
+        lines.append(f"| {label} | {cell_i} | {cell_r} | {span(ratios(key, 'rate'), 2)} |")
+    lines += [
+        "",
+        "Server CPU per request (ms; utime + stime of the server process / requests answered;"
+        " PostgreSQL's own CPU per request in brackets):",
+        "",
+        "| scenario | icelog | Java reference | icelog / reference |",
+        "|---|---|---|---|",
+    ]
+    for key, label in SCENARIOS:
+        if not any(key in r for r in rounds):
+            continue
+        cells = [
+            f"{span(values(key, s, 'server_cpu_ms'), 3)} "
+            f"({span(values(key, s, 'postgres_cpu_ms'), 3)})"
+            for s in ("icelog", "reference")
+        ]
+        lines.append(
+            f"| {label.rsplit(' (', 1)[0]} | {cells[0]} | {cells[1]} "
+            f"| {span(ratios(key, 'server_cpu_ms'), 2)} |"
+        )
+    sizes = meta.get("response_bytes", {})
+    if sizes:
+        lines += ["", f"loadTable response bytes: {json.dumps(sizes)}"]
+    return "\n".join(lines)
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def alternate(
+    r: int, order: list[Target], runs: list[tuple[str, Callable[[Target], dict[str, Any]]]]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """One round: each scenario on each server in turn."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for key, run in runs:
+        found[key] = {}
+        for t in order:
+            found[key][t.name] = run(t)
+            print(f"round {r + 1} {key} {t.name}: {json.dumps(found[key][t.name])}", flush=True)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 round, short runs (a smoke test)")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per loadTable run")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds before each run")
+    parser.add_argument(
+        "--scenarios", default="load,commits,creates", help="comma list: load,commits,creates"
+    )
+    parser.add_argument("--snapshots", type=int, default=500, help="history of the large table")
+    parser.add_argument("--note", default="", help="a line recorded with the results")
+    parser.add_argument(
+        "--out", type=Path, help="default bench/results/<date>-reference-compare.txt"
+    )
+    parser.add_argument("--no-check", action="store_true", help="skip the PyIceberg sanity check")
+    parser.add_argument(
+        "--java-opts", default="-Dsun.net.httpserver.nodelay=true", help="JVM options"
+    )
+    args = parser.parse_args()
+    commits, creates = 50, 300
+    if args.quick:
+        args.rounds, args.duration, args.warmup = 1, 2.0, 0.5
+        commits, creates = 20, 50
+    wanted = set(args.scenarios.split(","))
+    started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    meta: dict[str, Any] = {"started": started, "note": args.note or "(none)"}
+
+    targets: list[Target] = []
+    try:
+        targets.append(start_icelog())
+        targets.append(start_reference(args.java_opts.split()))
+        checks = [] if args.no_check else [pyiceberg_check(t) for t in targets]
+        for line in checks:
+            print(line, flush=True)
+        calib = calibration(Path(tempfile.mkdtemp(prefix="icelog-ref-calib-")))
+        meta["machine"] = (
+            f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
+            f"10M-add loop {calib['python_loop_10m_s']} s, "
+            f"file create {calib['file_create_us']} us, "
+            f"loadavg at start {Path('/proc/loadavg').read_text().split()[:3]}"
+        )
+        if "load" in wanted:
+            meta["response_bytes"] = {}
+            for t in targets:
+                seed_table(t, "bench", "one", 1)
+                seed_table(t, "bench", "big", args.snapshots)
+                meta["response_bytes"][t.name] = {
+                    name: len(t.http.get(f"/namespaces/bench/tables/{name}").content)
+                    for name in ("one", "big")
+                }
+        w, d = args.warmup, args.duration
+        for t in targets:
+            warm_up(t, 2 * args.warmup, 20 if args.quick else 100)
+        rounds: list[dict[str, dict[str, dict[str, Any]]]] = []
+        for r in range(args.rounds):
+            runs: list[tuple[str, Callable[[Target], dict[str, Any]]]] = []
+            if "load" in wanted:
+                runs += [
+                    (f"{label}-c{c}", partial(load, table=table, clients=c, warmup=w, duration=d))
+                    for table, label in (("one", "load-1"), ("big", "load-500"))
+                    for c in LOAD_CLIENTS
+                ]
+            if "commits" in wanted:
+                runs += [
+                    ("commits-4", partial(commit_run, tag=f"r{r}d", commits=commits, shared=False)),
+                    (
+                        "commits-shared",
+                        partial(commit_run, tag=f"r{r}s", commits=commits, shared=True),
+                    ),
+                ]
+            if "creates" in wanted:
+                runs.append(("creates", partial(create_run, tag=f"r{r}c", per_client=creates)))
+            rounds.append(alternate(r, targets if r % 2 == 0 else targets[::-1], runs))
+        meta["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+        text = report(rounds, meta)
+        print("\n" + text)
+        out = args.out or BENCH / "results" / f"{started[:10]}-reference-compare.txt"
+        if out.exists() and not args.out:
+            out = out.with_name(f"{out.stem}-{started[11:].replace(':', '')}{out.suffix}")
+        raw = "\n".join(json.dumps(r) for r in rounds)
+        out.write_text(
+            f"{text}\n\nloadavg at end: {meta['loadavg_end']}\n"
+            + "".join(f"check: {c}\n" for c in checks)
+            + f"\ncommand: {' '.join(sys.argv)}\n\nraw rounds (one JSON line each):\n{raw}\n"
+        )
+        print(f"\nwritten to {out}")
+    finally:
+        for t in targets:
+            t.stop()
+
+
+if __name__ == "__main__":
+    main()
