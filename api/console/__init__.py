@@ -32,5 +32,7 @@ def console_routes() -> list[BaseRoute]:
         Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),
         Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
         Route("/ui/events", pages.events, methods=["GET"]),
+        Route("/ui/status", pages.status, methods=["GET"]),
         Mount("/ui/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
+        Route("/ui/{rest:path}", pages.not_found, methods=["GET", "POST"]),
     ]

@@ -155,8 +155,6 @@ def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path)
     expect(steps.nth(2)).to_contain_text("created")
     expect(steps.nth(2)).to_contain_text("+ column address.city string")
     expect(steps.nth(0)).to_contain_text("anonymous")
-    page.locator("#timeline").scroll_into_view_if_needed()
-    shoot(page, shots, "timeline")
 
 
 def test_as_of_before_a_commit_shows_the_older_schema(
@@ -262,6 +260,25 @@ def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> 
     response = page.goto("/ui/warehouses/not-a-uuid")
     assert response is not None and response.status == 400
     expect(page.locator(".error")).to_contain_text("warehouse id must be a UUID")
+
+
+def test_status_shows_commits_and_verifies_the_audit_chain(
+    page: Page, sales: dict[str, Any], shots: Path
+) -> None:
+    page.goto("/ui/status")
+    expect(page.locator("[data-log]")).to_contain_text("Commits (this process)")
+    commits = page.locator("[data-log] tr", has_text="Commits (this process)").inner_text()
+    assert int(re.findall(r"\d+", commits)[0]) >= 2  # the append and the new column
+    expect(page.locator("[data-publishers]")).to_be_visible()
+    page.get_by_role("button", name="Verify the chain now").click()
+    expect(page.locator("[data-verdict]")).to_contain_text("Intact.", timeout=15_000)
+    shoot(page, shots, "status")
+
+
+def test_unknown_console_pages_are_pages_too(page: Page) -> None:
+    response = page.goto("/ui/nowhere/at/all")
+    assert response is not None and response.status == 404
+    expect(page.locator(".error")).to_contain_text("No console page /ui/nowhere/at/all")
 
 
 def test_assets_are_in_the_package() -> None:
