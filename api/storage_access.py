@@ -53,6 +53,10 @@ def client_config(profile: dict[str, Any]) -> dict[str, str]:
 class TableAccess:
     config: dict[str, str] = field(default_factory=dict)
     storage_credentials: list[dict[str, Any]] = field(default_factory=list)
+    # The 1.11+ spec's description of the signer (`RemoteSigningConfig`): present when the
+    # client is to sign through the catalog. icelog's signer needs nothing echoed back (the
+    # signing path names the table), so both maps are empty; its presence is the signal.
+    remote_signing_config: dict[str, Any] | None = None
 
     @property
     def vended(self) -> bool:
@@ -62,6 +66,8 @@ class TableAccess:
         fields: dict[str, Any] = {"config": self.config}
         if self.storage_credentials:
             fields["storage-credentials"] = self.storage_credentials
+        if self.remote_signing_config is not None:
+            fields["remote-signing-config"] = self.remote_signing_config
         return fields
 
 
@@ -120,4 +126,5 @@ class StorageAccess:
                 "s3.signer.uri": catalog_root.rstrip("/"),
                 "s3.signer.endpoint": f"{path}/sign",
             }
+            access.remote_signing_config = {"properties": {}, "headers": {}}
         return access

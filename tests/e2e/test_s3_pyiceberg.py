@@ -172,6 +172,13 @@ def test_pyiceberg_through_remote_signing(lake: Lake) -> None:
     other = catalog.create_table("db.other", schema=SCHEMA)
     assert table.io.properties["s3.signer"] == "S3V4RestSigner"
     assert "s3.secret-access-key" not in table.io.properties
+    # The 1.11 spec's description of the signer comes with the table (PyIceberg ignores it).
+    loaded = httpx.get(
+        f"{lake.server.uri}/v1/{catalog.properties['prefix']}/namespaces/db/tables/signed",
+        headers={"X-Iceberg-Access-Delegation": "remote-signing"},
+        timeout=30,
+    )
+    assert loaded.json()["remote-signing-config"] == {"properties": {}, "headers": {}}
     table.append(rows(range(20)))
     read = catalog.load_table("db.signed").scan().to_arrow()
     assert sorted(read.column("id").to_pylist()) == list(range(20))
