@@ -7,7 +7,8 @@ The reference is bench/reference/ReferenceCatalogServer.java: Iceberg's own
 `CatalogHandlers` over `JdbcCatalog`, from the iceberg-spark-runtime jar the test dependencies
 ship (PostgreSQL's JDBC driver and SLF4J from Debian), on the JDK's built-in HTTP server with a
 16-thread executor, a JDBC pool of 16, a local-disk warehouse, no fsync. It is compiled on
-demand into bench/reference/build/. icelog is one `icelog serve` process from this checkout.
+demand into bench/reference/build/. icelog is one `icelog serve` process from this checkout
+(or from `--tree`, e.g. an export of a commit, run with this checkout's virtualenv).
 Each server has its own fresh database on the local PostgreSQL and its own warehouse in a
 temporary directory.
 
@@ -96,8 +97,8 @@ class Target:
         return build_request(method, self.path + path, f"127.0.0.1:{self.port}", raw)
 
 
-def start_icelog() -> Target:
-    server = TreeServer(ROOT)  # one `icelog serve` process, its own database; makes `bench`
+def start_icelog(tree: Path) -> Target:
+    server = TreeServer(tree)  # one `icelog serve` process, its own database; makes `bench`
     return Target(
         "icelog", server.port, f"/catalog/v1/{server.prefix}", server.proc.pid, server.stop
     )
@@ -379,17 +380,17 @@ def report(rounds: list[dict[str, dict[str, dict[str, Any]]]], meta: dict[str, A
             if key in r
         ]
 
+    header = ["| scenario | icelog | Java reference | icelog / reference |", "|---|---|---|---|"]
+    present = [(key, label) for key, label in SCENARIOS if any(key in r for r in rounds)]
     lines = [
         f"icelog vs Iceberg's Java reference catalog — {meta['started']}, {len(rounds)} round(s)",
+        f"icelog: {meta['icelog']}; reference: {meta['reference']}",
         f"machine: {meta['machine']}",
         f"note: {meta['note']}",
         "",
-        "| scenario | icelog | Java reference | icelog / reference |",
-        "|---|---|---|---|",
+        *header,
     ]
-    for key, label in SCENARIOS:
-        if not any(key in r for r in rounds):
-            continue
+    for key, label in present:
         ice, ref = values(key, "icelog", "rate"), values(key, "reference", "rate")
         cell_i, cell_r = span(ice), span(ref)
         if key.startswith(("commits", "creates")):
@@ -403,12 +404,9 @@ def report(rounds: list[dict[str, dict[str, dict[str, Any]]]], meta: dict[str, A
         "Server CPU per request (ms; utime + stime of the server process / requests answered;"
         " PostgreSQL's own CPU per request in brackets):",
         "",
-        "| scenario | icelog | Java reference | icelog / reference |",
-        "|---|---|---|---|",
+        *header,
     ]
-    for key, label in SCENARIOS:
-        if not any(key in r for r in rounds):
-            continue
+    for key, label in present:
         cells = [
             f"{span(values(key, s, 'server_cpu_ms'), 3)} "
             f"({span(values(key, s, 'postgres_cpu_ms'), 3)})"
@@ -454,6 +452,13 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, help="default bench/results/<date>-reference-compare.txt"
     )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=ROOT,
+        help="the icelog source tree to serve (default this checkout; e.g. a `git archive HEAD`"
+        " export when others edit the checkout)",
+    )
     parser.add_argument("--no-check", action="store_true", help="skip the PyIceberg sanity check")
     parser.add_argument(
         "--java-opts", default="-Dsun.net.httpserver.nodelay=true", help="JVM options"
@@ -465,16 +470,29 @@ def main() -> None:
         commits, creates = 20, 50
     wanted = set(args.scenarios.split(","))
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    meta: dict[str, Any] = {"started": started, "note": args.note or "(none)"}
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        check=False,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    meta: dict[str, Any] = {
+        "started": started,
+        "note": args.note or "(none)",
+        "icelog": f"one `icelog serve` from {args.tree} (checkout at {head})",
+        "reference": f"Iceberg {Path(spark_runtime_jar()).stem.rsplit('-', 1)[-1]} "
+        f"CatalogHandlers + JdbcCatalog, JDK HttpServer, {THREADS} threads, {args.java_opts}",
+    }
 
     targets: list[Target] = []
     try:
-        targets.append(start_icelog())
+        targets.append(start_icelog(args.tree))
         targets.append(start_reference(args.java_opts.split()))
         checks = [] if args.no_check else [pyiceberg_check(t) for t in targets]
         for line in checks:
             print(line, flush=True)
-        calib = calibration(Path(tempfile.mkdtemp(prefix="icelog-ref-calib-")))
+        with tempfile.TemporaryDirectory(prefix="icelog-ref-calib-") as calib_dir:
+            calib = calibration(Path(calib_dir))
         meta["machine"] = (
             f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
             f"10M-add loop {calib['python_loop_10m_s']} s, "
