@@ -229,6 +229,18 @@ def settle(servers: dict[str, Server], limit_s: float = 600) -> None:
 def measure(
     scenario: str, server: Server, who: str | None, writers: Writers, args: argparse.Namespace
 ) -> dict[str, Any]:
+    """The scenario's figures, with the server's CPU per request (user + system time of its
+    process): less moved by what else the machine runs than requests per second."""
+    before = cpu_seconds(server.proc.pid)
+    found = _drive(scenario, server, who, writers, args)
+    spent = cpu_seconds(server.proc.pid) - before
+    found["cpu_ms"] = round(1000 * spent / max(1.0, found["rps"] * args.duration), 3)
+    return found
+
+
+def _drive(
+    scenario: str, server: Server, who: str | None, writers: Writers, args: argparse.Namespace
+) -> dict[str, Any]:
     if scenario == "commit":
         return writers.run(args.duration)
     base = server.base + server.catalog + "/namespaces"
@@ -279,7 +291,7 @@ def main() -> None:
                         found = measure(scenario, server, who, writers[name], args)
                         results.setdefault(scenario, []).append({"mode": name, **found})
                         print(f"{scenario:16} {name:11} {json.dumps(found)}", flush=True)
-            print(f"\nmean requests/s ({second} / allow-all):")
+            print(f"\nmean requests/s ({second} / allow-all), and server CPU per request:")
             for scenario, rows in results.items():
                 mean = {
                     mode: sum(r["rps"] for r in rows if r["mode"] == mode)
@@ -287,10 +299,14 @@ def main() -> None:
                     for mode in servers
                 }
                 ratio = mean[second] / mean["allow-all"] if mean["allow-all"] else 0.0
+                cpu = {
+                    mode: min(r["cpu_ms"] for r in rows if r["mode"] == mode) for mode in servers
+                }
                 note = "  (not the same work: see above)" if scenario == "list-namespaces" else ""
                 print(
                     f"  {scenario:16} allow-all {mean['allow-all']:8.1f}   {second} "
-                    f"{mean[second]:8.1f}   {100 * ratio:5.1f} %{note}"
+                    f"{mean[second]:8.1f}   {100 * ratio:5.1f} %   server CPU per request "
+                    f"(least of the rounds) {cpu['allow-all']:.3f} / {cpu[second]:.3f} ms{note}"
                 )
         finally:
             for server in servers.values():
