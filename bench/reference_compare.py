@@ -86,6 +86,7 @@ class Target:
     port: int
     path: str  # the catalog's base path: /catalog/v1/{prefix} or /v1
     pid: int
+    db: str
     stop: Callable[[], None]
     http: httpx.Client = field(init=False)
 
@@ -99,9 +100,8 @@ class Target:
 
 def start_icelog(tree: Path) -> Target:
     server = TreeServer(tree)  # one `icelog serve` process, its own database; makes `bench`
-    return Target(
-        "icelog", server.port, f"/catalog/v1/{server.prefix}", server.proc.pid, server.stop
-    )
+    path = f"/catalog/v1/{server.prefix}"
+    return Target("icelog", server.port, path, server.proc.pid, server.db, server.stop)
 
 
 def reference_classpath() -> list[str]:
@@ -162,7 +162,7 @@ def start_reference(java_opts: list[str]) -> Target:
             stop()
             raise RuntimeError(log_path.read_text())
         time.sleep(0.1)
-    target = Target("reference", port, "/v1", proc.pid, stop)
+    target = Target("reference", port, "/v1", proc.pid, db, stop)
     target.http.post("/namespaces", json={"namespace": ["bench"]}).raise_for_status()
     return target
 
@@ -210,28 +210,27 @@ def pyiceberg_check(target: Target) -> str:
 # --- measuring -------------------------------------------------------------------------------
 
 
-def postgres_cpu_s() -> float:
-    """CPU of every PostgreSQL process, including backends that have exited since (their time
-    is in the postmaster's cutime + cstime once it has reaped them)."""
+def postgres_cpu_s(db: str) -> float:
+    """CPU of the PostgreSQL backends connected to the server's database (`postgres: USER DB
+    ...` in their command line): both servers keep their connections pooled, and other users
+    of the same PostgreSQL are left out."""
     total = 0.0
-    pids = set(CpuAccount._postgres_pids())
-    for pid in pids:
+    for pid in CpuAccount._postgres_pids():
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-        if int(fields[1]) not in pids:  # the postmaster: add its reaped children
-            total += int(fields[13]) + int(fields[14])
-    return total / CpuAccount.TICK
+        if f" {db} " in title:
+            total += CpuAccount._cpu_s(pid)
+    return total
 
 
 @contextmanager
 def server_cpu(target: Target, out: dict[str, Any], requests: Callable[[], int]) -> Iterator[None]:
     """Server and PostgreSQL CPU across the block, per request answered."""
-    server0, pg0 = CpuAccount._cpu_s(target.pid), postgres_cpu_s()
+    server0, pg0 = CpuAccount._cpu_s(target.pid), postgres_cpu_s(target.db)
     yield
-    server1, pg1 = CpuAccount._cpu_s(target.pid), postgres_cpu_s()
+    server1, pg1 = CpuAccount._cpu_s(target.pid), postgres_cpu_s(target.db)
     n = max(requests(), 1)
     out["server_cpu_ms"] = round(1000 * (server1 - server0) / n, 3)
     out["postgres_cpu_ms"] = round(1000 * (pg1 - pg0) / n, 3)
@@ -353,9 +352,9 @@ SCENARIOS: list[tuple[str, str]] = [
       for c in LOAD_CLIENTS],
     *[(f"load-500-c{c}", f"loadTable, 500 snapshots, {c} client{'s' * (c > 1)} (req/s)")
       for c in LOAD_CLIENTS],
-    ("commits-4", "commits, 4 writers x 50, 4 tables (commits/s)"),
-    ("commits-shared", "commits, 4 writers x 50, 1 shared table (commits/s)"),
-    ("creates", "createTable, 8 clients x 300, one namespace (creates/s)"),
+    ("commits-4", "commits, 4 writers x {commits}, 4 tables (commits/s)"),
+    ("commits-shared", "commits, 4 writers x {commits}, 1 shared table (commits/s)"),
+    ("creates", "createTable, 8 clients x {creates}, one namespace (creates/s)"),
 ]  # fmt: skip
 
 
@@ -381,7 +380,11 @@ def report(rounds: list[dict[str, dict[str, dict[str, Any]]]], meta: dict[str, A
         ]
 
     header = ["| scenario | icelog | Java reference | icelog / reference |", "|---|---|---|---|"]
-    present = [(key, label) for key, label in SCENARIOS if any(key in r for r in rounds)]
+    present = [
+        (key, label.format(**meta["counts"]))
+        for key, label in SCENARIOS
+        if any(key in r for r in rounds)
+    ]
     lines = [
         f"icelog vs Iceberg's Java reference catalog — {meta['started']}, {len(rounds)} round(s)",
         f"icelog: {meta['icelog']}; reference: {meta['reference']}",
@@ -402,7 +405,7 @@ def report(rounds: list[dict[str, dict[str, dict[str, Any]]]], meta: dict[str, A
     lines += [
         "",
         "Server CPU per request (ms; utime + stime of the server process / requests answered;"
-        " PostgreSQL's own CPU per request in brackets):",
+        " in brackets the CPU of the PostgreSQL backends on its database, per request):",
         "",
         *header,
     ]
@@ -479,6 +482,7 @@ def main() -> None:
     meta: dict[str, Any] = {
         "started": started,
         "note": args.note or "(none)",
+        "counts": {"commits": commits, "creates": creates},
         "icelog": f"one `icelog serve` from {args.tree} (checkout at {head})",
         "reference": f"Iceberg {Path(spark_runtime_jar()).stem.rsplit('-', 1)[-1]} "
         f"CatalogHandlers + JdbcCatalog, JDK HttpServer, {THREADS} threads, {args.java_opts}",
