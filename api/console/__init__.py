@@ -33,6 +33,10 @@ def console_routes() -> list[BaseRoute]:
         Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
         Route("/ui/events", pages.events, methods=["GET"]),
         Route("/ui/status", pages.status, methods=["GET"]),
+        Route("/ui/login", pages.login, methods=["GET"]),
+        Route("/ui/login/start", pages.login_start, methods=["GET"]),
+        Route("/ui/callback", pages.callback, methods=["GET"], name="console-callback"),
+        Route("/ui/logout", pages.logout, methods=["GET", "POST"]),
         Mount("/ui/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
         Route("/ui/{rest:path}", pages.not_found, methods=["GET", "POST"]),
     ]

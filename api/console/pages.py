@@ -10,14 +10,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from icelog.api.console import history
+from icelog.api.console import history, session
 from icelog.api.console.calls import ApiError, call, namespace_segment
 from icelog.api.routes import services
 from icelog.domain.table import Table
@@ -124,6 +124,13 @@ def page(handler: Handler) -> Handler:
 
     async def wrapped(request: Request) -> Response:
         try:
+            if session.enabled(request):
+                try:
+                    await session.authenticate(request)
+                except session.LoginNeeded as needed:
+                    return _to_login(request, needed.code)
+            if request.method == "POST" and not _same_origin(request):
+                raise ApiError(403, "ForbiddenException", "A form from another site")
             request.state.moment = await moment_of(request)
             return await handler(request)
         except ApiError as error:
@@ -135,6 +142,21 @@ def page(handler: Handler) -> Handler:
 
     wrapped.__name__ = handler.__name__
     return wrapped
+
+
+def _to_login(request: Request, code: str) -> Response:
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    target = "/ui/login?" + urlencode({"reason": code, "next": here})
+    return RedirectResponse(target, status_code=303)
+
+
+def _same_origin(request: Request) -> bool:
+    """A form post comes from the console's own pages (the session cookie is SameSite=Lax
+    too): a browser names the page's origin."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
 async def attempt(awaitable: Awaitable[Any]) -> tuple[Any, ApiError | None]:
@@ -639,3 +661,49 @@ async def not_found(request: Request) -> Response:
     request.state.moment = Moment(None, None, None)
     path = request.url.path
     return error_page(request, ApiError(404, "NotFoundException", f"No console page {path}"))
+
+
+# -- login ------------------------------------------------------------------------------------
+def _plain(request: Request) -> None:
+    """A page outside the session: no as-of, nobody logged in."""
+    request.state.moment = Moment(None, None, None)
+
+
+async def login(request: Request) -> Response:
+    _plain(request)
+    if not session.enabled(request):
+        return RedirectResponse("/ui/projects", status_code=303)
+    code = request.query_params.get("reason", "required")
+    context = {
+        "reason": session.REASONS.get(code, session.REASONS["required"]),
+        "next": session.safe_next(request.query_params.get("next")),
+        "provider": urlsplit(request.app.state.services.settings.auth.provider_uris[0]).netloc,
+    }
+    return render(request, "login.html", context)
+
+
+async def login_start(request: Request) -> Response:
+    _plain(request)
+    if not session.enabled(request):
+        return RedirectResponse("/ui/projects", status_code=303)
+    try:
+        return await session.start(request)
+    except (OSError, ValueError) as exc:
+        error = ApiError(503, "ServiceUnavailableException", f"The identity provider: {exc}")
+        return error_page(request, error)
+
+
+async def callback(request: Request) -> Response:
+    _plain(request)
+    if not session.enabled(request):
+        return RedirectResponse("/ui/projects", status_code=303)
+    try:
+        token, lifetime, to = await session.finish(request)
+    except session.LoginNeeded as refused:
+        context = {"reason": refused.reason, "next": "/ui/projects", "failed": True, "provider": ""}
+        return render(request, "login.html", context, status=401)
+    return session.signed_in(request, token, lifetime, to)
+
+
+async def logout(request: Request) -> Response:
+    return session.signed_out("/ui/login?reason=out")

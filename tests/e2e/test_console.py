@@ -32,6 +32,7 @@ from pyiceberg.types import (
 
 from tests.support.clients import rest_catalog
 from tests.support.fixtures import ServerFactory
+from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -279,6 +280,104 @@ def test_unknown_console_pages_are_pages_too(page: Page) -> None:
     response = page.goto("/ui/nowhere/at/all")
     assert response is not None and response.status == 404
     expect(page.locator(".error")).to_contain_text("No console page /ui/nowhere/at/all")
+
+
+@pytest.fixture(scope="module")
+def idp() -> Iterator[TestIdentityProvider]:
+    with TestIdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def secured(catalog_server_factory: ServerFactory, idp: TestIdentityProvider) -> CatalogServer:
+    """A server that takes the test provider's tokens; alice bootstraps it (server admin)."""
+    server = catalog_server_factory(
+        "sqlite",
+        env={
+            "ICELOG_OPENID_PROVIDER_URI": idp.uri,
+            "ICELOG_OPENID_AUDIENCE": "icelog",
+            "ICELOG_OPENID_LEEWAY_SECONDS": "0",
+        },
+    )
+    answer = httpx.post(
+        f"{server.base}/management/v1/bootstrap",
+        json={"accept-terms-of-use": True},
+        headers={"Authorization": f"Bearer {idp.issue('oidc-alice')}"},
+    )
+    assert answer.status_code == 204, answer.text
+    return server
+
+
+def _login_page(browser: Browser, server: CatalogServer) -> Page:
+    context = browser.new_context(viewport=WIDE, base_url=server.base)
+    return context.new_page()
+
+
+def test_log_in_with_the_identity_provider(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+) -> None:
+    idp.login_subject, idp.login_expires_in = "oidc-alice", 3600
+    page = _login_page(browser, secured)
+    try:
+        page.goto("/ui/projects")
+        expect(page.locator("[data-reason]")).to_have_text("Log in to use the console.")
+        shoot(page, shots, "login")
+        page.locator("[data-login-button]").click()  # to the provider, PKCE, and back
+        expect(page.locator("h1")).to_have_text("Projects")
+        expect(page.locator("header .who")).to_contain_text("Alice Example")
+        page.get_by_role("link", name="default", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Project default")
+        # The API itself still wants a bearer token: the session is the console's only.
+        assert httpx.get(f"{secured.base}/management/v1/project-list").status_code == 401
+        page.goto("/ui/logout")
+        expect(page.locator("[data-reason]")).to_have_text("You logged out.")
+        page.goto("/ui/projects")
+        expect(page.locator("[data-reason]")).to_have_text("Log in to use the console.")
+    finally:
+        page.context.close()
+
+
+def test_an_expired_session_asks_to_log_in_again(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
+) -> None:
+    idp.login_subject, idp.login_expires_in = "oidc-alice", 2
+    page = _login_page(browser, secured)
+    try:
+        page.goto("/ui/events")
+        page.locator("[data-login-button]").click()
+        expect(page.locator("h1")).to_have_text("The event log")
+        page.wait_for_timeout(3500)  # the token runs out (no leeway on this server)
+        idp.login_expires_in = 3600
+        page.reload()
+        expect(page.locator("[data-reason]")).to_have_text("Your session expired. Log in again.")
+        expect(page.locator("h1")).to_have_text("Log in")  # never "no projects"
+        page.locator("[data-login-button]").click()
+        expect(page.locator("h1")).to_have_text("The event log")  # back where it was
+    finally:
+        page.context.close()
+
+
+def test_a_user_sees_only_what_the_api_shows_them(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
+) -> None:
+    idp.login_subject, idp.login_expires_in = "oidc-bob", 3600
+    page = _login_page(browser, secured)
+    try:
+        page.goto("/ui/projects")
+        page.locator("[data-login-button]").click()
+        expect(page.locator("header .who")).to_contain_text("Alice Example")  # login claims
+        expect(page.locator("table.list")).to_contain_text("No projects you may see.")
+        page.goto("/ui/events")
+        expect(page.locator(".error")).to_contain_text("ForbiddenException")
+        listed = httpx.get(
+            f"{secured.base}/management/v1/warehouse",
+            headers={"Authorization": f"Bearer {idp.issue('oidc-alice')}"},
+        ).json()["warehouses"]
+        response = page.goto(f"/ui/warehouses/{listed[0]['id']}")
+        assert response is not None and response.status == 404
+        expect(page.locator(".error")).to_contain_text("NoSuchWarehouseException")
+    finally:
+        page.context.close()
 
 
 def test_assets_are_in_the_package() -> None:
