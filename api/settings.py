@@ -206,6 +206,9 @@ class AuthSettings:
     leeway_seconds: int = 60  # ICELOG_OPENID_LEEWAY_SECONDS: clock skew for exp / nbf
     allow_unauthenticated: bool = False  # ICELOG_ALLOW_UNAUTHENTICATED
     metrics_require_token: bool = False  # ICELOG_METRICS_REQUIRE_TOKEN
+    # ICELOG_CONSOLE_CLIENT_ID: the provider's public client the web console logs in with
+    # (authorization code + PKCE); default: the first audience, else `icelog`.
+    console_client_id: str = "icelog"
 
     @property
     def enabled(self) -> bool:
@@ -218,9 +221,10 @@ class AuthSettings:
             parsed = urlparse(uri)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
                 raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        audiences = _list(get("OPENID_AUDIENCE", ""))
         return cls(
             provider_uris=tuple(uri.rstrip("/") for uri in providers),
-            audiences=_list(get("OPENID_AUDIENCE", "")),
+            audiences=audiences,
             additional_issuers=_list(get("OPENID_ADDITIONAL_ISSUERS", "")),
             subject_claims=_list(get("OPENID_SUBJECT_CLAIM", "")),
             leeway_seconds=_int(
@@ -232,6 +236,7 @@ class AuthSettings:
             metrics_require_token=_bool(
                 get("METRICS_REQUIRE_TOKEN", "false"), PREFIX + "METRICS_REQUIRE_TOKEN"
             ),
+            console_client_id=get("CONSOLE_CLIENT_ID", "") or (audiences or ("icelog",))[0],
         )
 
 

@@ -21,9 +21,10 @@ from icelog.api.settings import AuthSettings
 from icelog.commands.users import BY_CALL, UserFacts
 from icelog.domain.context import RequestContext
 
-# Reachable without a token: probes, the documents, and the token endpoint itself.
-_OPEN_PREFIXES = ("/api-docs/", "/swagger-ui", "/catalog/v1/oauth/tokens")
-_OPEN_PATHS = frozenset({"/health", "/ready"})
+# Reachable without a token: probes, the documents, and the token endpoint itself; and the
+# web console, which authenticates its pages itself from its session (api/console/session.py).
+_OPEN_PREFIXES = ("/api-docs/", "/swagger-ui", "/catalog/v1/oauth/tokens", "/ui/")
+_OPEN_PATHS = frozenset({"/health", "/ready", "/ui"})
 # How many users' last-seen facts a process keeps, and for how long, so that a known user's
 # call costs no read-model lookup; a user deleted on another replica is provisioned again
 # within the minute.
