@@ -18,6 +18,7 @@ It serves, on 127.0.0.1 (a free port) from a daemon thread:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import secrets
 import threading
@@ -35,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 CLIENT_CREDENTIALS = "client_credentials"
+AUTHORIZATION_CODE = "authorization_code"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt"
@@ -77,6 +79,12 @@ class TestIdentityProvider:
         self.discovery_requests = 0
         self.token_requests = 0
         self.default_audience = "icelog"
+        # Browser logins (authorization code + PKCE, the web console's): `/authorize` signs
+        # this user in at once, without a form, with a token living `login_expires_in` s.
+        self.login_subject = "alice"
+        self.login_claims: dict[str, Any] = {"name": "Alice Example", "email": "alice@example.com"}
+        self.login_expires_in = 3600
+        self._codes: dict[str, dict[str, str]] = {}
         # Served as-is (path → JSON body) to test what the verifier makes of odd answers.
         self.documents: dict[str, bytes] = {}
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -227,6 +235,8 @@ class TestIdentityProvider:
     ) -> dict[str, Any]:
         """The answer to a POST /token (raises OAuthError)."""
         grant = _single(form, "grant_type")
+        if grant == AUTHORIZATION_CODE:
+            return self._code_answer(form)
         client_id = self._authenticate(form, basic)
         if grant == CLIENT_CREDENTIALS:
             if client_id is None:
@@ -257,6 +267,45 @@ class TestIdentityProvider:
         if scope:
             answer["scope"] = scope
         return answer
+
+    def authorize(self, query: Mapping[str, list[str]]) -> str:
+        """`GET /authorize`: the URL to send the browser back to, with a one-time code."""
+        redirect = _single(query, "redirect_uri")
+        if _single(query, "response_type") != "code" or not redirect:
+            raise OAuthError(400, "invalid_request", "response_type=code and redirect_uri")
+        if _single(query, "code_challenge_method") != "S256":
+            raise OAuthError(400, "invalid_request", "PKCE with S256 is required")
+        code = secrets.token_urlsafe(16)
+        with self._lock:
+            self._codes[code] = {
+                "client_id": _single(query, "client_id") or "",
+                "redirect_uri": redirect,
+                "challenge": _single(query, "code_challenge") or "",
+            }
+        back = {"code": code, "state": _single(query, "state") or ""}
+        return f"{redirect}?{urllib.parse.urlencode(back)}"
+
+    def _code_answer(self, form: Mapping[str, list[str]]) -> dict[str, Any]:
+        with self._lock:
+            held = self._codes.pop(_single(form, "code") or "", None)
+        if held is None:
+            raise OAuthError(400, "invalid_grant", "unknown or used code")
+        if _single(form, "redirect_uri") != held["redirect_uri"] or _single(
+            form, "client_id"
+        ) != held["client_id"]:
+            raise OAuthError(400, "invalid_grant", "redirect_uri or client_id differs")
+        verifier = (_single(form, "code_verifier") or "").encode()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+        if digest.decode() != held["challenge"]:
+            raise OAuthError(400, "invalid_grant", "PKCE code_verifier does not match")
+        token = self.issue(
+            self.login_subject,
+            audience=self.default_audience,
+            expires_in=self.login_expires_in,
+            extra_claims=self.login_claims,
+        )
+        return {"access_token": token, "token_type": "Bearer",
+                "expires_in": self.login_expires_in}  # fmt: skip
 
     def _authenticate(
         self, form: Mapping[str, list[str]], basic: tuple[str, str] | None
@@ -370,6 +419,14 @@ class _Handler(BaseHTTPRequestHandler):
             with idp._lock:
                 idp.discovery_requests += 1
             self._json(200, _discovery(idp))
+        elif local == "/authorize":
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            try:
+                target = idp.authorize(query)
+            except OAuthError as error:
+                self._json(error.status, {"error": error.error})
+                return
+            self._send(302, b"", {"Location": target})
         elif local == "/jwks":
             with idp._lock:
                 idp.jwks_requests += 1
@@ -424,7 +481,8 @@ def _discovery(idp: TestIdentityProvider) -> dict[str, Any]:
         "issuer": idp.issuer,
         "jwks_uri": f"{idp.uri}/jwks",
         "token_endpoint": idp.token_endpoint,
-        "grant_types_supported": [CLIENT_CREDENTIALS, TOKEN_EXCHANGE],
+        "authorization_endpoint": f"{idp.uri}/authorize",
+        "grant_types_supported": [CLIENT_CREDENTIALS, TOKEN_EXCHANGE, AUTHORIZATION_CODE],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "id_token_signing_alg_values_supported": ["RS256"],
         "response_types_supported": ["token"],
