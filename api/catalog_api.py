@@ -35,13 +35,15 @@ from icelog.api.models.catalog import (
     ViewResult,
 )
 from icelog.api.models.events import QueryEventsRequest
-from icelog.api.routes import config, iceberg_events, namespaces, signing, tables, views
+from icelog.api.models.functions import ListFunctionsResponse
+from icelog.api.routes import config, functions, iceberg_events, namespaces, signing, tables, views
 
 CONFIG = Operation("GET", "/config", config.get_config, query=ConfigQuery, response=CatalogConfig)
 
 NS = "/namespaces/{namespace}"
 TABLE = NS + "/tables/{table}"
 VIEW = NS + "/views/{view}"
+FUNCTION = NS + "/functions/{function}"
 
 CATALOG_OPERATIONS: list[Operation] = [
     Operation(
@@ -222,6 +224,21 @@ CATALOG_OPERATIONS: list[Operation] = [
         views.rename_view,
         body=RenameTableRequest,
         guard=g.on_rename("view"),
+    ),
+    # main's spec (after 1.11): functions, read only; written through the management API.
+    Operation(
+        "GET",
+        NS + "/functions",
+        functions.list_functions,
+        query=PageQuery,
+        response=ListFunctionsResponse,
+        guard=g.on_namespace("list_functions"),
+    ),
+    Operation(
+        "GET",
+        FUNCTION,
+        functions.load_function,
+        guard=g.on_namespace("load_function"),
     ),
     # apache/iceberg PR #12584 (not in a released spec yet): the warehouse's changes.
     Operation(

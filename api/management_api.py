@@ -9,12 +9,13 @@ from icelog.api.auth.management_guards import guarded
 from icelog.api.edge import Operation
 from icelog.api.event_log import as_of, list_events, tabular_history
 from icelog.api.models import audit, lifecycle
+from icelog.api.models import functions as fn
 from icelog.api.models import management as m
 from icelog.api.models import permissions as perm
 from icelog.api.models import users as user_models
+from icelog.api.routes import functions, permissions, users
 from icelog.api.routes import lifecycle as soft_delete
 from icelog.api.routes import management as mgmt
-from icelog.api.routes import permissions, users
 
 PROJECT_HEADER: dict[str, Any] = {"$ref": "#/components/parameters/x-project-id"}
 _STORAGE_ERRORS = (400, 404, 500, 503)
@@ -130,6 +131,7 @@ def _permissions() -> list[Operation]:
 
 
 WAREHOUSE = "/warehouse/{warehouse_id}"
+NAMESPACE = WAREHOUSE + "/namespace/{namespace_id}"
 
 MANAGEMENT_OPERATIONS: list[Operation] = [
     # -- server
@@ -270,6 +272,26 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
         query=m.DropNamespaceQuery, errors=(400, 404, 409), operation_id="dropNamespaceById",
     ),
     *_protection(),
+    # -- functions (Iceberg UDFs; the catalog API lists and loads them)
+    Operation(
+        "POST", f"{NAMESPACE}/function", functions.create_function,
+        "Create a function: its definitions (the catalog assigns the function-uuid, version "
+        "ids and times), or a complete function metadata document to adopt", "function",
+        body=fn.CreateFunctionRequest, response=fn.LoadFunctionResult,
+        errors=(400, 404, 409), operation_id="createFunction",
+    ),
+    Operation(
+        "PUT", f"{NAMESPACE}/function/{{function}}", functions.replace_function,
+        "Replace a function: new current versions of definitions, removals, rollbacks, doc, "
+        "properties — one new metadata file", "function",
+        body=fn.ReplaceFunctionRequest, response=fn.LoadFunctionResult,
+        errors=(400, 404, 409), operation_id="replaceFunction",
+    ),
+    Operation(
+        "DELETE", f"{NAMESPACE}/function/{{function}}", functions.drop_function,
+        "Drop a function (its metadata files stay)", "function",
+        errors=(400, 404), operation_id="dropFunction",
+    ),
     # -- soft delete and tasks
     Operation(
         "GET", f"{WAREHOUSE}/deleted-tabulars", soft_delete.list_deleted_tabulars,

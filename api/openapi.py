@@ -333,6 +333,7 @@ MANAGEMENT_TAGS = {
     "project": "Projects",
     "warehouse": "Warehouses",
     "protection": "Protection from drops",
+    "function": "Functions (Iceberg UDFs): create, replace, drop",
     "soft-delete": "Soft-deleted tables and views, undrop",
     "tasks": "Background tasks: expiration and purge",
     "audit": "The event log, history, point-in-time reads",

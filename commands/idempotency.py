@@ -13,8 +13,8 @@ from typing import Any
 from uuid import UUID
 
 from icelog.commands.base import now_ms
+from icelog.commands.functions import FunctionCommands
 from icelog.commands.group_commit import ConcurrentChange
-from icelog.commands.views import ViewCommands
 from icelog.domain.context import RequestContext
 from icelog.domain.idempotency import IdempotencyRecord, idempotency_id, new_claim
 
@@ -28,7 +28,7 @@ class ClaimAttempt:
     record: IdempotencyRecord
 
 
-class IdempotencyCommands(ViewCommands):
+class IdempotencyCommands(FunctionCommands):
     def find_idempotency(self, key: str) -> IdempotencyRecord | None:
         return self.get_or_none(idempotency_id(key), IdempotencyRecord)
 

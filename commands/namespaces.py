@@ -26,6 +26,7 @@ def not_empty_message(ns: Namespace, name: NamespaceName) -> str:
     labels = {
         "table": "table(s)",
         "view": "view(s)",
+        "function": "function(s)",
         "namespace": "child namespace(s)",
         # Soft-dropped tabulars stay until they expire: undrop them, wait, or drop the
         # namespace recursively through the management API.

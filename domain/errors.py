@@ -64,6 +64,10 @@ class NoSuchViewError(NotFoundError):
     error_type = "NoSuchViewException"
 
 
+class NoSuchFunctionError(NotFoundError):
+    error_type = "NoSuchFunctionException"
+
+
 class NoSuchWarehouseError(NotFoundError):
     error_type = "NoSuchWarehouseException"
 

@@ -85,6 +85,14 @@ def tabular_claim_id(warehouse_id: UUID, name: TabularName) -> UUID:
     )
 
 
+def function_claim_id(warehouse_id: UUID, name: TabularName) -> UUID:
+    """Name claim for functions: their own identifier space in a namespace (a table and a
+    function may share a name, as in SQL)."""
+    return uuid5(
+        ICELOG_NAMESPACE, f"function:{warehouse_id}:{name.namespace.key}{SEPARATOR}{name.name}"
+    )
+
+
 def warehouse_claim_id(project_id: UUID, name: str) -> UUID:
     """Warehouse names are unique per project."""
     return uuid5(ICELOG_NAMESPACE, f"warehouse:{project_id}:{name}")

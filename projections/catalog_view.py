@@ -15,6 +15,8 @@ from typing import Any, cast
 import orjson
 from eventsourcing.persistence import IntegrityError
 
+from icelog.domain.function import Function
+from icelog.domain.function_metadata import apply_function_changes
 from icelog.domain.grants import Grants
 from icelog.domain.identifiers import NamespaceName, properties_hint_key
 from icelog.domain.locations import location_set_by, normalize_location
@@ -90,6 +92,8 @@ class CatalogView:
             self._tabular(cur, event, hints)
         elif isinstance(event, Namespace.Event):
             self._namespace(cur, event, hints)
+        elif isinstance(event, Function.Event):
+            self._function(cur, event, hints)
         elif isinstance(event, Warehouse.Event):
             self._warehouse(cur, event)
         elif isinstance(event, Project.Event):
@@ -401,6 +405,50 @@ class CatalogView:
             self._exec(cur, "DELETE FROM {p}icelog_deleted_tabulars WHERE id = ?", (tid,))
         elif isinstance(event, (Table.Expired, View.Expired)):
             self._exec(cur, "DELETE FROM {p}icelog_deleted_tabulars WHERE id = ?", (tid,))
+
+    # -- functions -------------------------------------------------------------------------
+    def _function(self, cur: Cursor, event: Function.Event, hints: Mapping[str, bytes]) -> None:
+        """One row per live function, with its current document (folded from the previous
+        one when the command handed none in: a rebuild)."""
+        fid = str(event.originator_id)
+        stamp = event.timestamp.isoformat()
+        if isinstance(event, Function.Created):
+            data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
+            self._exec(
+                cur,
+                "INSERT INTO {p}icelog_functions (id, warehouse_id, ns_key, name, location, "
+                "metadata_location, metadata, version, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fid,
+                    str(event.warehouse_id),
+                    NamespaceName(tuple(event.namespace)).key,
+                    event.name,
+                    normalize_location(event.location),
+                    event.metadata_location,
+                    self._blob(data),
+                    event.originator_version,
+                    stamp,
+                    stamp,
+                ),
+            )
+        elif isinstance(event, Function.Replaced):
+            hinted = hints.get(event.metadata_location)
+            if hinted is not None:
+                data = hinted
+            else:
+                self._exec(cur, "SELECT metadata FROM {p}icelog_functions WHERE id = ?", (fid,))
+                previous = orjson.loads(bytes(cur.fetchone()[0]))
+                folded = apply_function_changes(previous, event.changes, now_ms=event.applied_at_ms)
+                data = orjson.dumps(folded)
+            self._exec(
+                cur,
+                "UPDATE {p}icelog_functions SET metadata_location = ?, metadata = ?, version = ?, "
+                "updated_at = ? WHERE id = ?",
+                (event.metadata_location, self._blob(data), event.originator_version, stamp, fid),
+            )
+        elif isinstance(event, Function.Dropped):
+            self._exec(cur, "DELETE FROM {p}icelog_functions WHERE id = ?", (fid,))
 
     # -- tasks -----------------------------------------------------------------------------
     def _task(self, cur: Cursor, event: Task.Event) -> None:

@@ -129,6 +129,24 @@ def _view(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
     return _tabular(change, data, place, "view")
 
 
+def _function(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
+    """Functions have no standard operation (the proposal predates them): x-icelog ones."""
+    if place.warehouse_id is None or place.namespace is None or place.name is None:
+        return None
+    verb = {"created": "create", "replaced": "replace", "dropped": "drop"}.get(change)
+    if verb is None:
+        return None
+    op: dict[str, Any] = {
+        "operation-type": f"x-icelog.{verb}-function",
+        "identifier": _identifier(place.namespace, place.name),
+        "function-uuid": place.aggregate_id,
+    }
+    if verb != "drop":
+        op["metadata-location"] = data.get("metadata-location")
+    here = path_key((*place.namespace, place.name))
+    return Mapped(place.warehouse_id, "function", place.aggregate_id, here, None, op)
+
+
 def _namespace(change: str, data: dict[str, Any], place: Place) -> Mapped | None:
     if place.warehouse_id is None or place.namespace is None:
         return None
@@ -216,6 +234,7 @@ def grant_operation(
 _MAPPERS = {
     "table": _table,
     "view": _view,
+    "function": _function,
     "namespace": _namespace,
     "warehouse": _warehouse,
     "project": _project,

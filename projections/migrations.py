@@ -173,6 +173,7 @@ STEPS: tuple[Step, ...] = (
     Step(11, "grants and roles", _statements(lambda _d: schema.grants_statements())),
     Step(12, "grant history (as-of)", _statements(catalog_history.grant_schema)),
     Step(13, "Iceberg events (the events API)", _statements(iceberg_events.schema)),
+    Step(14, "functions (Iceberg UDFs)", _statements(schema.functions_statements)),
 )
 LATEST = STEPS[-1].version
 

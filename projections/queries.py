@@ -388,6 +388,44 @@ class CatalogQueries:
         )
         return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
 
+    # -- functions -------------------------------------------------------------------------
+    def list_functions(
+        self, warehouse_id: str, ns: NamespaceName, token: str | None, size: int | None
+    ) -> tuple[list[str], str | None]:
+        """Names of the functions of a namespace, in name order, paged as listTables."""
+        after = decode_token(token) if token else ""
+        sql = (
+            "SELECT name FROM icelog_functions WHERE warehouse_id = ? AND ns_key = ? "
+            "AND name > ? ORDER BY name"
+        )
+        params: tuple[Any, ...] = (warehouse_id, ns.key, after)
+        if size is not None:
+            sql += " LIMIT ?"
+            params = (*params, size + 1)
+        names = [r[0] for r in self.rows(sql, params)]
+        next_token = None
+        if size is not None and len(names) > size:
+            names = names[:size]
+            next_token = encode_token(names[-1])
+        return names, next_token
+
+    def load_function(self, warehouse_id: str, ns: NamespaceName, name: str) -> TabularRow | None:
+        """The current document of a live function (its id, location, document, version)."""
+        r = self.row(
+            "SELECT id, metadata_location, metadata, version FROM icelog_functions "
+            "WHERE warehouse_id = ? AND ns_key = ? AND name = ?",
+            (warehouse_id, ns.key, name),
+        )
+        return TabularRow(r[0], r[1], bytes(r[2]), r[3]) if r else None
+
+    def function_names(self, warehouse_id: str, ns: NamespaceName) -> list[str]:
+        """Every function of a namespace (a recursive namespace drop)."""
+        rows = self.rows(
+            "SELECT name FROM icelog_functions WHERE warehouse_id = ? AND ns_key = ? ORDER BY name",
+            (warehouse_id, ns.key),
+        )
+        return [str(r[0]) for r in rows]
+
     def tabular_location(self, tabular_id: str) -> str | None:
         """A live table's or view's location (its data and metadata live below it)."""
         r = self.row("SELECT location FROM icelog_tabulars WHERE id = ?", (tabular_id,))

@@ -20,6 +20,7 @@ READ_MODEL_TABLES = (
     "icelog_users",
     "icelog_grants",
     "icelog_roles",
+    "icelog_functions",
 )
 
 # Columns shared by live and soft-deleted tabulars (a soft drop moves the row across).
@@ -83,6 +84,7 @@ def create_statements(dialect: str, prefix: str = "") -> list[str]:
         f"ON {p}icelog_tasks (warehouse_id, status)",
         *users_statements(p),
         *grants_statements(p),
+        *functions_statements(dialect, p),
         *_lease_table(dialect, p),
         *_postgres_tuning(dialect, p),
     ]
@@ -123,6 +125,22 @@ def grants_statements(p: str = "") -> list[str]:
         "created_at TEXT NOT NULL, updated_at TEXT)",
         f"CREATE UNIQUE INDEX IF NOT EXISTS {p}icelog_roles_by_name "
         f"ON {p}icelog_roles (project_id, name)",
+    ]
+
+
+def functions_statements(dialect: str, p: str = "") -> list[str]:
+    """Functions (Iceberg UDFs, ADR 0016): one row per live function with its current
+    metadata document, read by listFunctions and loadFunction."""
+    blob = "BYTEA" if dialect == "postgres" else "BLOB"
+    big = "BIGINT" if dialect == "postgres" else "INTEGER"
+    return [
+        f"CREATE TABLE IF NOT EXISTS {p}icelog_functions ("
+        "id TEXT PRIMARY KEY, warehouse_id TEXT NOT NULL, ns_key TEXT NOT NULL, "
+        "name TEXT NOT NULL, location TEXT NOT NULL, metadata_location TEXT NOT NULL, "
+        f"metadata {blob} NOT NULL, version {big} NOT NULL, created_at TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL)",
+        f"CREATE UNIQUE INDEX IF NOT EXISTS {p}icelog_functions_by_name "
+        f"ON {p}icelog_functions (warehouse_id, ns_key, name)",
     ]
 
 

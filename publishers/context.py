@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from icelog.domain.claims import NameClaim
+from icelog.domain.function import Function
 from icelog.domain.grants import Grants
 from icelog.domain.namespace import Namespace
 from icelog.domain.project import Project
@@ -76,7 +77,7 @@ class ContextResolver:
 
     def _resolve(self, event: Any) -> EventContext:
         agg_id: UUID = event.originator_id
-        if isinstance(event, (Table.Event, View.Event)):
+        if isinstance(event, (Table.Event, View.Event, Function.Event)):
             place = self._tabular_place(event)
             subject = ".".join([*(place.namespace or ()), place.name or ""]).strip(".")
             return EventContext(
@@ -171,7 +172,8 @@ class ContextResolver:
 
     def _tabular_place(self, event: Any) -> _Place:
         agg_id: UUID = event.originator_id
-        if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
+        created = (Table.Created, Table.Registered, View.Created, View.Registered, Function.Created)
+        if isinstance(event, created):
             return self._remember(
                 agg_id, _Place(event.warehouse_id, tuple(event.namespace), event.name)
             )

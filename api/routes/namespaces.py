@@ -102,6 +102,8 @@ def drop_recursively(
                 )
             for child in _tabulars(svc, str(warehouse_id), ns, "view"):
                 svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child), final=True)
+            for function in svc.queries.function_names(str(warehouse_id), ns):
+                svc.catalog.drop_function(ctx, warehouse_id, TabularName(ns, function))
             for tabular_id, _kind in svc.queries.deleted_tabular_ids(str(warehouse_id), ns):
                 svc.catalog.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
             if ns != name:

@@ -1,0 +1,106 @@
+"""Functions (Iceberg UDFs): a name in a namespace pointing at function metadata files.
+
+Functions have their own identifier space in a namespace (a table and a function may share
+a name). Events carry the first metadata document on create and, per replace, the
+submitted changes with the time they were applied: folding them with
+`domain.function_metadata.apply_function_changes` reproduces every document (ADR 0016).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+
+class Function(Aggregate):
+    """An Iceberg function (UDF) in a warehouse namespace."""
+
+    TOPIC = "icelog.function"
+
+    class Event(Aggregate.Event):
+        TOPIC = "icelog.function.event.v1"
+        actor: str
+        request_id: str
+
+    class Created(Event, Aggregate.Created):
+        """A function was created: `metadata` is the first document, written to
+        `metadata_location` (below `location`)."""
+
+        TOPIC = "icelog.function.created.v1"
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        metadata: dict[str, Any]
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.warehouse_id = self.warehouse_id
+            aggregate.namespace_id = self.namespace_id
+            aggregate.namespace = list(self.namespace)
+            aggregate.name = self.name
+            aggregate.location = self.location
+            aggregate.metadata_location = self.metadata_location
+            aggregate.dropped = False
+
+    class Replaced(Event):
+        """`changes` (definitions, removals, current versions, doc, properties, secure) were
+        applied at `applied_at_ms` to the document at `previous_metadata_location`."""
+
+        TOPIC = "icelog.function.replaced.v1"
+        changes: dict[str, Any]
+        previous_metadata_location: str
+        metadata_location: str
+        applied_at_ms: int
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.metadata_location = self.metadata_location
+
+    class Dropped(Event):
+        """The function is gone from the catalog; its metadata files stay."""
+
+        TOPIC = "icelog.function.dropped.v1"
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.dropped = True
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        dropped: bool
+
+    @classmethod
+    def create(cls, *, function_id: UUID, **fields: Any) -> Function:
+        """Create a function; `fields` as on `Created`."""
+        return cls._create(cls.Created, id=function_id, **fields)
+
+    def replace(
+        self,
+        *,
+        changes: dict[str, Any],
+        metadata_location: str,
+        applied_at_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        self.trigger_event(
+            self.Replaced,
+            changes=changes,
+            previous_metadata_location=self.metadata_location,
+            metadata_location=metadata_location,
+            applied_at_ms=applied_at_ms,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def drop(self, *, actor: str, request_id: str) -> None:
+        self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
