@@ -1,4 +1,4 @@
-"""Function (Iceberg UDF) commands: create, replace, drop (ADR 0016).
+"""Function (Iceberg UDF) commands: create, replace, drop (ADR 0017).
 
 Each command writes the function's new metadata file (below the function's location, inside
 the warehouse's storage, through the warehouse's FileIO) and appends its events in one

@@ -3,7 +3,7 @@
 Functions have their own identifier space in a namespace (a table and a function may share
 a name). Events carry the first metadata document on create and, per replace, the
 submitted changes with the time they were applied: folding them with
-`domain.function_metadata.apply_function_changes` reproduces every document (ADR 0016).
+`domain.function_metadata.apply_function_changes` reproduces every document (ADR 0017).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ icelog writes every document as an immutable file; the log holds the first docum
 per replace, the submitted changes and the time they were applied. Folding the changes with
 `apply_function_changes` reproduces every later document exactly, so the fold must stay
 deterministic for a given (document, changes, time): a behaviour change is a new event
-version (ADR 0016).
+version (ADR 0017).
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ ACTIONS: Mapping[Kind, Mapping[str, str]] = {
         "delete": "modify", "update_properties": "modify", "get_metadata": "describe",
         "read_assignments": "pass_grants", "change_ownership": "manage_grants",
         "set_protection": "modify",
-        # Functions (ADR 0016) are not objects of their own for grants: their namespace's.
+        # Functions (ADR 0017) are not objects of their own for grants: their namespace's.
         "list_functions": "describe", "load_function": "describe",
         "create_function": "create", "replace_function": "modify", "drop_function": "modify",
     },

@@ -129,7 +129,7 @@ def grants_statements(p: str = "") -> list[str]:
 
 
 def functions_statements(dialect: str, p: str = "") -> list[str]:
-    """Functions (Iceberg UDFs, ADR 0016): one row per live function with its current
+    """Functions (Iceberg UDFs, ADR 0017): one row per live function with its current
     metadata document, read by listFunctions and loadFunction."""
     blob = "BYTEA" if dialect == "postgres" else "BLOB"
     big = "BIGINT" if dialect == "postgres" else "INTEGER"

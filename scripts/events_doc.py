@@ -332,6 +332,26 @@ def run_scenario(cat: Catalog) -> None:
         {"name": "revenue_eu", "metadata-location": view_location},
     )
 
+    # Functions (Iceberg UDFs, management API): create, replace (a new version), drop.
+    functions = f"/warehouse/{wh}/namespace/{cat.namespace_id('sales')}/function"
+    add_one = {
+        "parameters": [{"name": "x", "type": "int"}],
+        "return-type": "int",
+        "representations": [{"type": "sql", "dialect": "spark", "sql": "x + 1"}],
+        "deterministic": True,
+    }
+    cat.mgmt("POST", functions, {"name": "add_one", "definitions": [add_one], "doc": "x + 1"})
+    cat.mgmt("POST", functions, {"name": "scratch_fn", "definitions": [add_one]})
+    cat.mgmt(
+        "PUT",
+        f"{functions}/add_one",
+        {"definitions": [{**add_one, "representations": [
+            {"type": "sql", "dialect": "spark", "sql": "x + 1"},
+            {"type": "sql", "dialect": "trino", "sql": "x + 1"},
+        ]}]},
+    )  # fmt: skip
+    cat.mgmt("DELETE", f"{functions}/scratch_fn")
+
     # A namespace dropped and created again continues its stream (namespace.recreated).
     cat.rest("POST", "/namespaces", {"namespace": ["scratch"]})
     cat.rest("DELETE", "/namespaces/scratch")
@@ -615,6 +635,12 @@ AGGREGATES: dict[str, tuple[str, str]] = {
         "One stream per view; tables and views share one identifier space per warehouse. "
         "`subject` is the view's dotted identifier as of the event.",
     ),
+    "function": (
+        "Functions",
+        "One stream per function (Iceberg UDF; `aggregateid` = `tabularid` = the function's "
+        "id). Functions have their own names in a namespace (a table may share a name). "
+        "`subject` is the function's dotted identifier.",
+    ),
     "namespace": (
         "Namespaces",
         "One stream per namespace path in a warehouse: the id is derived from (warehouse, "
@@ -783,6 +809,21 @@ WHEN: dict[str, str] = {
     "icelog.view.protection-changed.v1": (
         "Protection switched on or off (`…/view/{view-id}/protection`). A protected view "
         "cannot be dropped."
+    ),
+    # Functions
+    "icelog.function.created.v1": (
+        "A function was created (`POST /management/v1/warehouse/{id}/namespace/{ns-id}/"
+        "function`): `metadata` is the first function metadata document (Iceberg UDF spec), "
+        "already written to `metadata-location`. Appended with the namespace's `child-added`."
+    ),
+    "icelog.function.replaced.v1": (
+        "A function was replaced (`PUT …/function/{name}`): `changes` were applied at "
+        "`applied-at-ms` to the document at `previous-metadata-location`, producing "
+        "`metadata-location` (ADR 0017)."
+    ),
+    "icelog.function.dropped.v1": (
+        "A function was dropped (`DELETE …/function/{name}`, or a recursive namespace drop). "
+        "Its metadata files stay."
     ),
     # Namespaces
     "icelog.namespace.created.v1": (
@@ -1074,6 +1115,19 @@ FIELDS: dict[str, dict[str, str]] = {
         "from-name": "Name when it was dropped.",
     },
     "icelog.view.expired.v1": {"purge-task-id": "Always null for views."},
+    "icelog.function.created.v1": {
+        "metadata": "The whole first function metadata document.",
+        "location": "The function's base location (its metadata files are below it).",
+    },
+    "icelog.function.replaced.v1": {
+        "changes": (
+            "What the request changed, as submitted: `definitions` (each the new current "
+            "version of its signature), `remove-definitions`, `set-current-versions`, `doc`, "
+            "`properties`, `secure`."
+        ),
+        "applied-at-ms": "When the changes were applied (epoch ms): the new versions' time.",
+        "previous-metadata-location": "The metadata file the changes were applied to.",
+    },
     "icelog.namespace.created.v1": {
         "levels": 'The namespace path, e.g. `["sales", "eu"]`.',
         "properties": "Its properties.",

@@ -1,6 +1,6 @@
 """Functions (Iceberg UDFs): the spec's `FunctionMetadata` and its parts (main's REST spec,
 `format/udf-spec.md`), the catalog's list/load answers, and the management API's write
-bodies (the spec has no write route; ADR 0016).
+bodies (the spec has no write route; ADR 0017).
 
 The models check shape; what a document means (definition ids derived from the parameter
 types, unique ids and names, current versions that exist, the changes of a replace) is

@@ -1,4 +1,4 @@
-"""Functions (Iceberg UDFs, ADR 0016): listFunctions and loadFunction of the Iceberg REST
+"""Functions (Iceberg UDFs, ADR 0017): listFunctions and loadFunction of the Iceberg REST
 API (main's spec), answered from the read model; create, replace and drop through the
 management API, since the spec has no write route."""
 

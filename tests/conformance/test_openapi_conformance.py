@@ -43,6 +43,7 @@ from tests.support.server import CatalogServer
 MAX_EXAMPLES = 40  # per operation and generation mode (positive, negative); CI time budget
 NAMESPACE = "conformance"
 TABLE = "events"
+FUNCTION = "add_one"
 TABLE_SCHEMA = {
     "type": "struct",
     "schema-id": 0,
@@ -98,9 +99,31 @@ def _ensure_state(server: CatalogServer, prefix: str) -> str:
             f"{base}/namespaces/{NAMESPACE}/tables", json={"name": TABLE, "schema": TABLE_SCHEMA}
         )
         assert response.status_code in (200, 409), response.text
+        _ensure_function(client, server, prefix)
         response = client.get(f"{base}/namespaces/{NAMESPACE}/tables/{TABLE}")
         assert response.status_code == 200, response.text
         return str(response.json()["metadata"]["location"])
+
+
+def _ensure_function(client: httpx.Client, server: CatalogServer, prefix: str) -> None:
+    """A function for loadFunction to find (functions are written through the management API)."""
+    warehouse = f"{server.base}/management/v1/warehouse/{prefix}"
+    found = client.get(f"{warehouse}/namespace-id", params={"namespace": NAMESPACE})
+    assert found.status_code == 200, found.text
+    body = {
+        "name": FUNCTION,
+        "definitions": [
+            {
+                "parameters": [{"name": "x", "type": "int"}],
+                "return-type": "int",
+                "representations": [{"type": "sql", "dialect": "spark", "sql": "x + 1"}],
+            }
+        ],
+    }
+    response = client.post(
+        f"{warehouse}/namespace/{found.json()['namespace-id']}/function", json=body
+    )
+    assert response.status_code in (200, 409), response.text
 
 
 def _aim_signing(
@@ -154,8 +177,8 @@ def conformance(conformance_server: CatalogServer, s3_prefix: str) -> Iterator[C
         base_url=conformance_server.uri,
         fixed={"prefix": prefix},
         existing=[
-            {"namespace": NAMESPACE, "table": TABLE},
-            {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE},
+            {"namespace": NAMESPACE, "table": TABLE, "function": FUNCTION},
+            {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE, "function": FUNCTION},
         ],
     )
     yield runner

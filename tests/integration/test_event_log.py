@@ -7,6 +7,12 @@ from typing import Any
 
 from icelog.projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Api, create_table
+from tests.integration.test_functions_api import (
+    create_function,
+    definition,
+    drop_function,
+    replace_function,
+)
 from tests.integration.test_tables_api import append, commit
 from tests.integration.test_views_api import create_view, version
 
@@ -86,6 +92,12 @@ def test_every_mutating_route_appends_events(api: Api, tmp_path: Any) -> None:
                 {"name": "v3", "metadata-location": _dropped_view_location(api)},
             ),
         ),
+        ("create function", lambda: create_function(api, "db", "f")),
+        (
+            "replace function",
+            lambda: replace_function(api, "db", "f", definitions=[definition("x + 2")]),
+        ),
+        ("drop function", lambda: drop_function(api, "db", "f")),
         ("drop namespace", lambda: api.delete("/namespaces/db%1Fsub")),
         (
             "protect warehouse",

@@ -1,4 +1,4 @@
-"""Functions (Iceberg UDFs, ADR 0016): listFunctions / loadFunction of main's REST spec,
+"""Functions (Iceberg UDFs, ADR 0017): listFunctions / loadFunction of main's REST spec,
 written through the management API; served from the log like every other object. Every
 answer is also checked against its document (main's spec for the catalog routes, the
 generated management document for the writes: tests/support/api_contract.py)."""
