@@ -439,6 +439,14 @@ def test_the_log_rebuilds_functions_and_the_events_api_shows_them(api: Api) -> N
     assert found[0]["identifier"] == {"namespace": ["db"], "name": "f"}
     assert found[-1]["identifier"] == {"namespace": ["db"], "name": "gone"}
     assert all(op["metadata-location"] for op in found[:-1])
+    created = all_events(api, {"operation-types": ["x-icelog.create-function"]}, size=50)
+    assert [e["operation"]["identifier"]["name"] for e in created] == ["f", "gone"]
+    by_name = all_events(api, {"catalog-objects-by-name": [["db", "f"]]}, size=50)
+    assert [e["operation"]["operation-type"] for e in by_name] == [
+        "x-icelog.create-function",
+        "x-icelog.replace-function",
+        "x-icelog.replace-function",
+    ]
 
 
 def test_the_routes_are_advertised(api: Api) -> None:
