@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from icelog.projections.rebuild import differences, rebuild
-from tests.integration.conftest import Api, create_table
+from tests.integration.conftest import Api, Authed, create_table
 from tests.integration.test_concurrency import run_threads
 from tests.integration.test_iceberg_events import all_events
 from tests.integration.test_namespaces_api import error_of
@@ -453,3 +453,43 @@ def test_the_routes_are_advertised(api: Api) -> None:
     endpoints = api.client.get("/catalog/v1/config").json()["endpoints"]
     assert "GET /v1/{prefix}/namespaces/{namespace}/functions" in endpoints
     assert "GET /v1/{prefix}/namespaces/{namespace}/functions/{function}" in endpoints
+
+
+def test_rights_are_the_namespaces(authed: Authed) -> None:
+    """With authentication on, functions take their namespace's rights: nothing exists for
+    a caller who may not describe it; `describe` lists and loads; `create` creates;
+    `modify` replaces and drops."""
+    alice, bob = authed.idp.issue("alice"), authed.idp.issue("bob")
+    ok = {"accept-terms-of-use": True}
+    assert authed.call("POST", f"{MGMT}/bootstrap", alice, json=ok).status_code == 204
+    config = authed.call("GET", "/catalog/v1/config", alice, params={"warehouse": "default"})
+    prefix = config.json()["overrides"]["prefix"]
+    base = f"/catalog/v1/{prefix}/namespaces"
+    assert authed.call("POST", base, alice, json={"namespace": ["sales"]}).status_code == 200
+    ns_id = authed.call(
+        "GET", f"{MGMT}/warehouse/{prefix}/namespace-id", alice, params={"namespace": "sales"}
+    ).json()["namespace-id"]
+    functions = f"{MGMT}/warehouse/{prefix}/namespace/{ns_id}/function"
+    made = authed.call("POST", functions, alice, json={"name": "f", "definitions": [definition()]})
+    assert made.status_code == 200, made.text
+
+    def bob_may() -> list[int]:
+        return [
+            authed.call("GET", f"{base}/sales/functions", bob).status_code,
+            authed.call("GET", f"{base}/sales/functions/f", bob).status_code,
+            authed.call(
+                "POST", functions, bob, json={"name": "g", "definitions": [definition()]}
+            ).status_code,
+            authed.call("PUT", f"{functions}/f", bob, json={"doc": "bob's"}).status_code,
+        ]
+
+    assert bob_may() == [404, 404, 404, 404]
+    grants = f"{MGMT}/permissions/namespace/{ns_id}/assignments"
+    for relation, expected in (("describe", [200, 200, 403, 403]), ("create", [200, 200, 200, 403]),
+                               ("modify", [200, 200, 409, 200])):  # fmt: skip
+        granted = authed.call(
+            "POST", grants, alice, json={"writes": [{"type": relation, "user": "oidc~bob"}]}
+        )
+        assert granted.status_code == 204, granted.text
+        assert bob_may() == expected, relation
+    assert authed.call("DELETE", f"{functions}/f", bob).status_code == 204
