@@ -208,10 +208,15 @@ async def _guarded(
     if not getattr(guard, "path_only", False):
         await _check(guard, request, body, query)
         return
-    state = request.scope.setdefault("state", {})
+    scope = request.scope
+    state = scope.setdefault("state", {})
     principal = state.get("principal")
     user = getattr(principal, "user_id", "anonymous")
-    key = ("route", user, route, request.scope["path"])
+    # The route's parameters, not the URL: the console calls operations in-process on
+    # requests that keep the page's own path (api/console/calls.py).
+    key = ("route", user, route, tuple(scope.get("path_params", {}).values()))
+    # Capabilities belong to one call: a page's several calls share one state.
+    state.pop("caps", None)
     kept = authorizer.recall(key)
     if kept is not None:
         if kept[0] is not None:

@@ -95,3 +95,45 @@ def test_other_replicas_grant_at_once_and_revoke_within_the_cache_time(authed: A
         _change(authed, alice, grants, "deletes", "oidc~bob")
         time.sleep(GRANT_CACHE_SECONDS + 0.2)
         assert _get(other, table, bob).status_code == 404
+
+
+def test_a_kept_decision_is_for_the_objects_the_call_names_not_the_page_it_came_from(
+    authed: Authed,
+) -> None:
+    """The console calls API operations in-process on requests that keep the page's own
+    URL (api/console/calls.py): a decision kept for one table must not answer for another
+    table asked for from the same page."""
+    from starlette.requests import Request
+
+    from icelog.api.console.calls import ApiError, call
+
+    alice, table, grants = _setup(authed)
+    namespace = table.rsplit("/tables/", 1)[0]
+    other = authed.call("POST", f"{namespace}/tables", alice, json={"name": "u", "schema": SCHEMA})
+    assert other.status_code == 200, other.text
+    bob = authed.idp.issue("bob")
+    _change(authed, alice, grants, "writes", "oidc~bob")  # select on db.t, nothing on db.u
+    assert authed.call("GET", table, bob).status_code == 200  # bob is provisioned
+    app: Any = authed.client.app
+    prefix = table.split("/")[3]
+
+    async def page_loading(names: list[str]) -> list[int]:
+        principal = await app.state.token_verifier.verify(bob)
+        scope = {
+            "type": "http", "method": "GET", "path": "/ui/some/page", "raw_path": b"/ui/some/page",
+            "query_string": b"", "headers": [], "app": app, "state": {"principal": principal},
+        }  # fmt: skip
+        page = Request(scope)
+        found = []
+        for name in names:
+            try:
+                await call(
+                    page, "loadTable", path={"prefix": prefix, "namespace": "db", "table": name}
+                )
+                found.append(200)
+            except ApiError as exc:
+                found.append(exc.status)
+        return found
+
+    assert authed.client.portal is not None
+    assert authed.client.portal.call(page_loading, ["t", "u", "t", "u"]) == [200, 404, 200, 404]
