@@ -21,7 +21,7 @@ MGMT = "/management/v1"
 
 
 def definition(
-    sql: str = "x + 1", *, params: list[Any] | None = None, returns: Any = "int", **extra: Any
+    sql: str = "x + 1", *, params: Any = None, returns: Any = "int", **extra: Any
 ) -> dict[str, Any]:
     return {
         "parameters": params if params is not None else [{"name": "x", "type": "int"}],
@@ -170,11 +170,11 @@ def test_signatures_nested_types_and_udtfs(api: Api) -> None:
     assert made.json()["metadata"]["secure"] is True
     # A udtf must return a struct; a definition cannot change its return type in place.
     bad = create_function(api, "db", "g", definitions=[definition(**{"function-type": "udtf"})])
-    assert bad.status_code == 400 and "struct" in error_of(bad)["message"]
+    assert bad.status_code == 400 and "struct" in str(error_of(bad)["message"])
     changed = replace_function(
         api, "db", "f", definitions=[definition("1", params=params, returns="long")]
     )
-    assert changed.status_code == 400 and "return-type" in error_of(changed)["message"]
+    assert changed.status_code == 400 and "return-type" in str(error_of(changed)["message"])
 
 
 def test_pages_and_not_found(api: Api) -> None:
@@ -302,7 +302,7 @@ def test_bad_replaces_are_400_and_stale_ones_409(api: Api) -> None:
 
 def test_adopting_a_complete_document(api: Api) -> None:
     api.post("/namespaces", {"namespace": ["db"]})
-    document = {
+    document: dict[str, Any] = {
         "function-uuid": "42fd3f91-bc10-41c1-8a52-92b57dd0a9b2",
         "format-version": 1,
         "definitions": [
