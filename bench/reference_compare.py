@@ -483,7 +483,8 @@ def main() -> None:
         "started": started,
         "note": args.note or "(none)",
         "counts": {"commits": commits, "creates": creates},
-        "icelog": f"one `icelog serve` from {args.tree} (checkout at {head})",
+        "icelog": f"one `icelog serve` from {args.tree}"
+        + (f" (checkout at {head})" if args.tree.resolve() == ROOT else ""),
         "reference": f"Iceberg {Path(spark_runtime_jar()).stem.rsplit('-', 1)[-1]} "
         f"CatalogHandlers + JdbcCatalog, JDK HttpServer, {THREADS} threads, {args.java_opts}",
     }
