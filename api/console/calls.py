@@ -77,8 +77,11 @@ def _derived(
     ]
     extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     scope["headers"] = [*kept, *extra, (b"content-type", b"application/json")]
-    # The same state: the principal, and the principals the guards read once per request.
-    scope["state"] = request.scope.setdefault("state", {})
+    # The same caller: the principal, and the principals the guards read once per request.
+    # Nothing else: what a guard leaves for its handler (capabilities, a list's filter)
+    # belongs to one call, not to every call the page makes.
+    shared = request.scope.setdefault("state", {})
+    scope["state"] = {k: shared[k] for k in ("principal", "principals") if k in shared}
     sent = False
 
     async def receive() -> Message:
