@@ -9,7 +9,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from icelog.api.console import pages
+from icelog.api.console import access, pages
 
 STATIC = Path(__file__).parent / "static"
 
@@ -24,11 +24,21 @@ def console_routes() -> list[BaseRoute]:
         Route("/ui/projects/{project_id}", pages.project, methods=["GET"]),
         Route("/ui/projects/{project_id}/new-warehouse", pages.new_warehouse, methods=["GET"]),
         Route("/ui/projects/{project_id}/new-warehouse", pages.create_warehouse, methods=["POST"]),
+        Route("/ui/projects/{project_id}/access", access.access, methods=["GET", "POST"]),
+        Route("/ui/projects/{project_id}/roles", access.roles, methods=["GET"]),
+        Route("/ui/projects/{project_id}/roles", access.create_role, methods=["POST"]),
         Route("/ui/projects/{project_id}/{action}", pages.project_action, methods=["POST"]),
+        Route("/ui/roles/{role_id}", access.role, methods=["GET", "POST"]),
+        Route("/ui/roles/{role_id}/{action}", access.role_action, methods=["POST"]),
+        Route("/ui/users", access.users, methods=["GET"]),
+        Route("/ui/users/{action}", access.user_action, methods=["POST"]),
+        Route("/ui/server/access", access.access, methods=["GET", "POST"]),
         Route(wh, pages.warehouse, methods=["GET"]),
         Route(wh + "/namespace", pages.namespace, methods=["GET"]),
         Route(wh + "/table", pages.table, methods=["GET"]),
         Route(wh + "/view", pages.view, methods=["GET"]),
+        Route(wh + "/access", access.access, methods=["GET", "POST"]),
+        Route(wh + "/{kind}/access", access.access, methods=["GET", "POST"]),
         Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),
         Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
         Route("/ui/events", pages.events, methods=["GET"]),

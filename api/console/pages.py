@@ -167,6 +167,36 @@ async def attempt(awaitable: Awaitable[Any]) -> tuple[Any, ApiError | None]:
         return None, error
 
 
+# The operation name part of each kind's `get…Assignments`, `update…Assignments`, `get…Access`.
+OPERATION: dict[str, str] = {
+    "server": "Server",
+    "project": "ProjectById",
+    "warehouse": "Warehouse",
+    "namespace": "Namespace",
+    "table": "WarehouseTable",
+    "view": "WarehouseView",
+    "role": "Role",
+}
+
+
+def as_of_query(request: Request) -> dict[str, Any]:
+    """`as-of` for the permission routes when the page is shown as of a past moment."""
+    moment: Moment = request.state.moment
+    return {"as-of": str(moment.position)} if moment.active else {}
+
+
+async def my_access(
+    request: Request, kind: str, path: dict[str, str]
+) -> tuple[list[str] | None, ApiError | None]:
+    """The caller's allowed actions on an object (its `.../access`), or the refusal."""
+    answer, error = await attempt(
+        call(request, f"get{OPERATION[kind]}Access", path=path, query=as_of_query(request))
+    )
+    if answer is None:
+        return None, error
+    return sorted(answer["allowed-actions"]), None
+
+
 async def form(request: Request) -> dict[str, str]:
     """An urlencoded form (the console's forms post nothing else)."""
     raw = (await request.body()).decode("utf-8", errors="replace")
@@ -255,7 +285,13 @@ async def project(request: Request) -> Response:
         info = await call(request, "getProjectById", path={"project_id": pid})
         listed = await call(request, "listWarehouses", headers={"x-project-id": pid})
         warehouses = listed["warehouses"]
-    return render(request, "project.html", {"project": info, "warehouses": warehouses})
+    context = {
+        "project": info,
+        "warehouses": warehouses,
+        "access": await my_access(request, "project", {"project_id": pid}),
+        "access_url": f"/ui/projects/{pid}/access",
+    }
+    return render(request, "project.html", context)
 
 
 @page
@@ -390,6 +426,8 @@ async def warehouse(request: Request) -> Response:
             if not moment.active or e["position"] <= (moment.position or 0)
         ]
         context["events"] = list(reversed(shown))[:50]
+    context["access"] = await my_access(request, "warehouse", path)
+    context["access_url"] = f"/ui/warehouses/{wid}/access"
     return render(request, "warehouse.html", context)
 
 
@@ -449,16 +487,27 @@ async def namespace(request: Request) -> Response:
         context["views"] = [v["name"] for v in ns["views"] if not v.get("soft-deleted")]
     else:
         segment = {"prefix": wid, "namespace": namespace_segment(levels)}
-        loaded = await call(request, "loadNamespace", path=segment)
-        context["properties"] = loaded.get("properties", {})
-        children = await call(
-            request, "listNamespaces", path={"prefix": wid}, query={"parent": ns_param(levels)}
+        # Someone with a grant below the namespace may list what they hold in it without
+        # being allowed to load the namespace itself (its properties show the refusal), and
+        # the API answers a list filtered to nothing as "does not exist": an empty part here.
+        loaded, context["properties_error"] = await attempt(
+            call(request, "loadNamespace", path=segment)
         )
-        context["children"] = children["namespaces"]
-        tables = await call(request, "listTables", path=segment)
-        views = await call(request, "listViews", path=segment)
-        context["tables"] = [t["name"] for t in tables["identifiers"]]
-        context["views"] = [v["name"] for v in views["identifiers"]]
+        context["properties"] = (loaded or {}).get("properties", {})
+        children, children_error = await attempt(
+            call(
+                request, "listNamespaces", path={"prefix": wid}, query={"parent": ns_param(levels)}
+            )
+        )
+        tables, tables_error = await attempt(call(request, "listTables", path=segment))
+        views, views_error = await attempt(call(request, "listViews", path=segment))
+        if loaded is None and children is None and tables is None and views is None:
+            refused = context["properties_error"] or children_error or tables_error or views_error
+            assert refused is not None
+            raise refused
+        context["children"] = (children or {}).get("namespaces", [])
+        context["tables"] = [t["name"] for t in (tables or {}).get("identifiers", [])]
+        context["views"] = [v["name"] for v in (views or {}).get("identifiers", [])]
     context["events"], context["events_error"] = await attempt(
         call(
             request,
@@ -473,6 +522,23 @@ async def namespace(request: Request) -> Response:
             if not moment.active or e["position"] <= (moment.position or 0)
         ]
         context["events"] = list(reversed(shown))[:50]
+    nid, nid_error = await attempt(
+        call(
+            request,
+            "getNamespaceId",
+            path={"warehouse_id": wid},
+            query={"namespace": SEP.join(levels)},
+        )
+    )
+    if nid is None:
+        context["access"] = (None, nid_error)
+    else:
+        context["access"] = await my_access(
+            request, "namespace", {"namespace_id": str(nid["namespace-id"])}
+        )
+    context["access_url"] = f"/ui/warehouses/{wid}/namespace/access?" + urlencode(
+        {"ns": ns_param(levels)}
+    )
     return render(request, "namespace.html", context)
 
 
@@ -540,6 +606,10 @@ async def _tabular(request: Request, kind: str) -> Response:
             raise ApiError(404, missing, f"{kind.capitalize()} did not exist then: {dotted}")
         context["metadata"] = steps[-1].document
     context["tid"] = tid
+    context["access"] = await my_access(request, kind, {"warehouse_id": wid, f"{kind}_id": tid})
+    context["access_url"] = f"/ui/warehouses/{wid}/{kind}/access?" + urlencode(
+        {"ns": ns_param(levels), "name": name}
+    )
     context["timeline"] = [(by_version.get(s.version, {}), s) for s in reversed(steps)]
     metadata = context["metadata"]
     if kind == "table":

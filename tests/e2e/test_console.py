@@ -380,6 +380,186 @@ def test_a_user_sees_only_what_the_api_shows_them(
         page.context.close()
 
 
+def _log_in(browser: Browser, server: CatalogServer, idp: TestIdentityProvider, who: str) -> Page:
+    """A browser logged in to the console as `who` (`oidc-<who>` at the test provider)."""
+    idp.login_subject, idp.login_expires_in = f"oidc-{who}", 3600
+    idp.login_claims = {"name": f"{who.capitalize()} Example", "email": f"{who}@example.com"}
+    page = _login_page(browser, server)
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto("/ui/projects")
+    page.locator("[data-login-button]").click()
+    expect(page.locator("header .who")).to_contain_text(f"{who.capitalize()} Example")
+    return page
+
+
+def test_grant_a_user_select_on_a_table_and_see_their_access(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+) -> None:
+    admin = idp.issue("oidc-alice")
+    catalog = rest_catalog(secured, token=admin)
+    catalog.create_namespace_if_not_exists("shop")
+    catalog.create_table("shop.orders", Schema(NestedField(1, "id", LongType())))
+    catalog.create_table("shop.secret", Schema(NestedField(1, "id", LongType())))
+    page = _log_in(browser, secured, idp, "alice")
+    try:
+        # The admin records Carol before her first login, on the users page.
+        page.get_by_role("link", name="Users", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Users")
+        expect(page.locator("[data-my-access]")).to_contain_text("provision_users")
+        page.locator("summary", has_text="Add a user").click()
+        page.fill("form[action='/ui/users/add'] input[name=id]", "oidc~oidc-carol")
+        page.fill("form[action='/ui/users/add'] input[name=name]", "Carol Example")
+        page.get_by_role("button", name="Add user").click()
+        expect(page.locator(".banner.ok")).to_have_text("Added user oidc~oidc-carol")
+        page.fill("input[name=name]", "carol")
+        page.get_by_role("button", name="Search").click()
+        expect(page.locator("[data-users] tbody tr")).to_have_count(1)
+        expect(page.locator("[data-users]")).to_contain_text("Carol Example")
+        shoot(page, shots, "users")
+
+        # The table's page: the admin's own access, then its assignments.
+        page.goto("/ui/projects")
+        page.get_by_role("link", name="default", exact=True).click()
+        page.get_by_role("link", name="default", exact=True).click()
+        page.locator("ul.tree").get_by_role("link", name="shop").click()
+        page.get_by_role("link", name="orders", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Table shop.orders")
+        mine = page.locator("[data-my-access]")
+        expect(mine).to_contain_text("read_data")
+        expect(mine).to_contain_text("grant_select")
+        mine.locator("[data-assignments-link]").click()
+        expect(page.locator("h1")).to_have_text("Access to table shop.orders")
+        grant = page.locator("[data-grant-form]")
+        grant.locator("select[name=relation]").select_option("select")
+        grant.locator("select[name=principal]").select_option("user:oidc~oidc-carol")
+        grant.get_by_role("button", name="Grant").click()
+        expect(page.locator(".banner.ok")).to_have_text("Granted select to oidc~oidc-carol")
+        held = page.locator("[data-assignments] tbody tr", has_text="Carol Example")
+        expect(held).to_contain_text("select")
+        # What may Carol do here? (the admin may read assignments)
+        their = page.locator("[data-their-access]")
+        their.locator("select[name=principal]").select_option("user:oidc~oidc-carol")
+        their.get_by_role("button", name="Show").click()
+        expect(their).to_contain_text("read_data")
+        expect(their).not_to_contain_text("drop")
+        shoot(page, shots, "access")
+    finally:
+        page.context.close()
+
+    page = _log_in(browser, secured, idp, "carol")
+    try:
+        wid = _warehouse_id(secured, admin)
+        page.goto(f"/ui/warehouses/{wid}/namespace?ns=shop")
+        expect(page.locator("h1")).to_have_text("Namespace shop")
+        expect(page.get_by_role("link", name="orders", exact=True)).to_be_visible()
+        expect(page.get_by_role("link", name="secret", exact=True)).to_have_count(0)
+        page.get_by_role("link", name="orders", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Table shop.orders")
+        mine = page.locator("[data-my-access]")
+        expect(mine).to_contain_text("read_data")
+        expect(mine).to_contain_text("get_metadata")
+        expect(mine).not_to_contain_text("drop")
+        shoot(page, shots, "my-access")
+        # The assignments are not hers to read: the API's refusal, in place.
+        mine.locator("[data-assignments-link]").click()
+        expect(page.locator("h1")).to_have_text("Access to table shop.orders")
+        expect(page.locator("[data-assignments]")).to_have_count(0)
+        expect(page.locator(".error").first).to_contain_text("ForbiddenException")
+        expect(page.locator("[data-my-access]")).to_contain_text("read_data")
+        # Dropping it is refused as the API refuses it.
+        page.goto(f"/ui/warehouses/{wid}/table?ns=shop&name=orders")
+        page.locator("summary", has_text="Manage this table").click()
+        page.get_by_role("button", name="Drop table").click()
+        expect(page.locator(".error")).to_contain_text("ForbiddenException")
+        # A table she holds nothing on does not exist for her.
+        response = page.goto(f"/ui/warehouses/{wid}/table?ns=shop&name=secret")
+        assert response is not None and response.status == 404
+        expect(page.locator(".error")).to_contain_text("NoSuchTableException")
+        # Deleting users is the server admin's.
+        page.goto("/ui/users")
+        page.locator("[data-users] tr", has_text="Carol Example").get_by_role(
+            "button", name="Delete"
+        ).click()
+        expect(page.locator(".error")).to_contain_text("ForbiddenException")
+    finally:
+        page.context.close()
+
+
+def test_roles_and_their_members(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+) -> None:
+    admin = idp.issue("oidc-alice")
+    httpx.post(
+        f"{secured.base}/management/v1/user",
+        json={"id": "oidc~oidc-dave", "name": "Dave Example"},
+        headers={"Authorization": f"Bearer {admin}"},
+    ).raise_for_status()
+    page = _log_in(browser, secured, idp, "alice")
+    try:
+        page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
+        page.get_by_role("link", name="Roles", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Roles of default")
+        page.fill("form[action$='/roles'] input[name=name]", "analysts")
+        page.fill("form[action$='/roles'] input[name=description]", "read the sales data")
+        page.get_by_role("button", name="Create role").click()
+        expect(page.locator(".banner.ok")).to_have_text("Role analysts created")
+        expect(page.locator("h1")).to_have_text("Role analysts")
+        # The creator owns it; make Dave a member.
+        expect(page.locator("[data-assignments]")).to_contain_text("ownership")
+        grant = page.locator("[data-grant-form]")
+        grant.locator("select[name=relation]").select_option("assignee")
+        grant.locator("select[name=principal]").select_option("user:oidc~oidc-dave")
+        grant.get_by_role("button", name="Grant").click()
+        expect(page.locator(".banner.ok")).to_have_text("Granted assignee to oidc~oidc-dave")
+        member = page.locator("[data-assignments] tbody tr", has_text="Dave Example")
+        expect(member).to_contain_text("assignee")
+        shoot(page, shots, "role")
+        # Rename it; its members stay.
+        page.locator("summary", has_text="Rename or delete this role").click()
+        page.fill("form[action$='/rename'] input[name=name]", "sales-analysts")
+        page.get_by_role("button", name="Rename").click()
+        expect(page.locator("h1")).to_have_text("Role sales-analysts")
+        expect(member).to_contain_text("assignee")
+        # The role can be granted on a warehouse like a user.
+        page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
+        page.get_by_role("link", name="default", exact=True).click()
+        page.locator("[data-assignments-link]").click()
+        expect(page.locator("h1")).to_have_text("Access to warehouse default")
+        grant = page.locator("[data-grant-form]")
+        grant.locator("select[name=relation]").select_option("describe")
+        grant.locator("select[name=principal]").select_option(label="sales-analysts")
+        grant.get_by_role("button", name="Grant").click()
+        row = page.locator("[data-assignments] tbody tr", has_text="sales-analysts")
+        expect(row).to_contain_text("describe")
+        # Revoke it again, and remove Dave from the role.
+        row.get_by_role("button", name="Revoke").click()
+        expect(page.locator(".banner.ok")).to_have_text(re.compile("Revoked describe from"))
+        expect(page.locator("[data-assignments]")).not_to_contain_text("sales-analysts")
+        page.go_back()
+        page.go_back()
+        page.goto("/ui/projects/00000000-0000-0000-0000-000000000000/roles")
+        page.get_by_role("link", name="sales-analysts").click()
+        member = page.locator("[data-assignments] tbody tr", has_text="Dave Example")
+        member.get_by_role("button", name="Revoke").click()
+        expect(page.locator("[data-assignments]")).not_to_contain_text("Dave Example")
+        # Delete it.
+        page.locator("summary", has_text="Rename or delete this role").click()
+        page.get_by_role("button", name="Delete role").click()
+        expect(page.locator(".banner.ok")).to_have_text("Role sales-analysts deleted")
+        expect(page.locator("h1")).to_have_text("Roles of default")
+        expect(page.locator("[data-roles]")).not_to_contain_text("sales-analysts")
+    finally:
+        page.context.close()
+
+
+def _warehouse_id(server: CatalogServer, token: str) -> str:
+    listed = httpx.get(
+        f"{server.base}/management/v1/warehouse",
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()["warehouses"]
+    return str(next(w["id"] for w in listed if w["name"] == "default"))
+
+
 def test_assets_are_in_the_package() -> None:
     """Templates and static files ship inside the installed package (no CDN)."""
     from icelog.api import console
