@@ -252,6 +252,102 @@ def test_soft_drop_and_undrop_a_table(
     expect(steps.nth(1)).to_contain_text("soft-dropped")
 
 
+def test_manage_a_project_and_a_warehouse(
+    page: Page, server: CatalogServer, tmp_path: Path
+) -> None:
+    page.goto("/ui/projects")
+    page.locator("summary", has_text="New project").click()
+    page.fill("form[action='/ui/projects'] input[name=name]", "scratch")
+    page.get_by_role("button", name="Create project").click()
+    expect(page.locator("h1")).to_have_text("Project scratch")
+    pid = page.url.split("/ui/projects/")[1].split("?")[0]
+    # Rename the project.
+    page.locator("summary", has_text="Rename or delete this project").click()
+    page.fill("form[action$='/rename'] input[name=name]", "scratch-2")
+    page.get_by_role("button", name="Rename").click()
+    expect(page.locator(".banner.ok")).to_have_text("Project renamed")
+    expect(page.locator("h1")).to_have_text("Project scratch-2")
+    # A warehouse in it, through the form.
+    page.get_by_role("link", name="New warehouse").click()
+    page.fill("input[name=name]", "attic")
+    page.fill("input[name=base-location]", (tmp_path / "attic").as_uri())
+    page.get_by_role("button", name="Create warehouse").click()
+    expect(page.locator("h1")).to_have_text("Warehouse attic")
+    expect(page.get_by_text("a drop is final")).to_be_visible()
+    # The delete profile: soft, for ten minutes.
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.check("input[name=delete-type][value=soft]")
+    page.fill("input[name=expiration-seconds]", "600")
+    page.get_by_role("button", name="Change delete profile").click()
+    expect(page.locator(".banner.ok")).to_have_text("Delete profile changed")
+    expect(page.get_by_text("dropped tables and views can be undropped for 600 s")).to_be_visible()
+    # Protect it: then it cannot be deleted (the API's refusal, on a page).
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.get_by_role("button", name="Protect", exact=True).click()
+    expect(page.locator(".banner.ok")).to_have_text("Protection changed")
+    expect(page.get_by_text("Protected: it cannot be deleted.")).to_be_visible()
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.get_by_role("button", name="Delete warehouse").click()
+    expect(page.locator(".error")).to_contain_text("protected")
+    page.go_back()
+    page.reload()
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.get_by_role("button", name="Remove protection").click()
+    expect(page.get_by_text("Not protected.")).to_be_visible()
+    # Rename it, then delete it.
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.fill("form[action$='/rename'] input[name=name]", "loft")
+    page.get_by_role("button", name="Rename").click()
+    expect(page.locator(".banner.ok")).to_have_text("Warehouse renamed")
+    expect(page.locator("h1")).to_have_text("Warehouse loft")
+    history = page.locator("ol.timeline").last
+    expect(history).to_contain_text("renamed")
+    page.locator("summary", has_text="Manage this warehouse").click()
+    page.get_by_role("button", name="Delete warehouse").click()
+    expect(page.locator(".banner.ok")).to_have_text("Warehouse deleted")
+    expect(page.locator("h1")).to_have_text("Project scratch-2")
+    expect(page.locator("table.list")).to_contain_text("No warehouses.")
+    # Delete the project.
+    page.locator("summary", has_text="Rename or delete this project").click()
+    page.get_by_role("button", name="Delete project").click()
+    expect(page.locator(".banner.ok")).to_have_text("Project deleted")
+    expect(page.locator("h1")).to_have_text("Projects")
+    expect(page.get_by_role("link", name="scratch-2")).to_have_count(0)
+    assert httpx.get(f"{server.base}/management/v1/project/{pid}").status_code == 404
+
+
+def test_drop_a_view(page: Page, sales: dict[str, Any], shots: Path) -> None:
+    from pyiceberg.view.metadata import ViewVersion
+
+    version = ViewVersion.model_validate(
+        {
+            "version-id": 1, "schema-id": 0, "timestamp-ms": 1_700_000_000_000,
+            "summary": {"engine-name": "pyiceberg"},
+            "representations": [
+                {"type": "sql", "sql": "SELECT id, kind FROM sales.events", "dialect": "spark"},
+                {"type": "sql", "sql": "SELECT id, kind FROM sales.events", "dialect": "trino"},
+            ],
+            "default-namespace": ["sales"],
+        }
+    )  # fmt: skip
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "kind", StringType()))
+    sales["catalog"].create_view("sales.recent", schema, version)
+    page.goto(
+        _table_url(page, "sales", "events").replace("/table?", "/view?").replace("events", "recent")
+    )
+    expect(page.locator("h1")).to_have_text("View sales.recent")
+    expect(page.locator("pre.sql").first).to_contain_text("SELECT id, kind FROM sales.events")
+    expect(page.get_by_text("trino", exact=True)).to_be_visible()
+    expect(page.locator("[data-my-access]")).to_contain_text("drop")
+    shoot(page, shots, "view")
+    page.locator("summary", has_text="Manage this view").click()
+    page.get_by_role("button", name="Drop view").click()
+    expect(page.locator(".banner.ok")).to_have_text("Dropped sales.recent")
+    expect(page.locator("h1")).to_have_text("Namespace sales")
+    expect(page.get_by_role("link", name="recent")).to_have_count(0)
+    assert not sales["catalog"].view_exists("sales.recent")
+
+
 def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> None:
     page.goto("/ui/projects")
     response = page.goto(_table_url(page, "sales", "nope"))
