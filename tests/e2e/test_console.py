@@ -144,6 +144,54 @@ def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: P
     shoot(page, shots, "table")
 
 
+@pytest.mark.spark
+def test_browse_to_a_table_spark_wrote(page: Page, server: CatalogServer, spark: Any) -> None:
+    """Spark 3.5 with the Iceberg runtime writes through the catalog; the console shows its
+    nested schema, partition spec, sort order, snapshots, refs and the column it added."""
+    from tests.support.spark import register_rest_catalog
+
+    name = register_rest_catalog(spark, "console_ice", server.uri)
+    table = f"{name}.lake.trips"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.lake")
+    spark.sql(
+        f"CREATE TABLE {table} (id BIGINT, ts TIMESTAMP, rider STRUCT<name: STRING, tier: INT>,"
+        " fare DOUBLE) USING iceberg PARTITIONED BY (days(ts))"
+    )
+    spark.sql(f"ALTER TABLE {table} WRITE ORDERED BY id")
+    spark.sql(
+        f"INSERT INTO {table} VALUES"
+        " (1, TIMESTAMP '2024-01-02 10:00:00', named_struct('name', 'ann', 'tier', 1), 12.5),"
+        " (2, TIMESTAMP '2024-01-03 11:00:00', named_struct('name', 'bo', 'tier', 2), 8.0)"
+    )
+    spark.sql(f"ALTER TABLE {table} CREATE TAG first_load")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMN tip DOUBLE")
+    spark.sql(
+        f"INSERT INTO {table} VALUES"
+        " (3, TIMESTAMP '2024-01-03 12:00:00', named_struct('name', 'cy', 'tier', 1), 20.0, 2.5)"
+    )
+
+    page.goto("/ui")
+    page.get_by_role("link", name="default", exact=True).click()
+    page.get_by_role("link", name="default", exact=True).click()
+    page.locator("ul.tree").get_by_role("link", name="lake").click()
+    page.get_by_role("link", name="trips", exact=True).click()
+    expect(page.locator("h1")).to_have_text("Table lake.trips")
+    schema = page.locator("[data-schema]")
+    for column in ("id", "ts", "rider", "name", "tier", "fare", "tip"):
+        expect(schema.get_by_text(column, exact=True)).to_be_visible()
+    expect(schema).to_contain_text("timestamptz")
+    expect(page.locator("#partitioning")).to_contain_text("day(ts)")
+    expect(page.locator("#partitioning")).to_contain_text("identity(id) asc")
+    snapshots = page.locator("#snapshots ol > li")
+    expect(snapshots).to_have_count(2)
+    expect(snapshots.nth(0)).to_contain_text("append, added-records 1")
+    expect(snapshots.nth(0)).to_contain_text("branch main")
+    expect(snapshots.nth(1)).to_contain_text("append, added-records 2")
+    expect(snapshots.nth(1)).to_contain_text("tag first_load")
+    expect(page.locator("[data-timeline]")).to_contain_text("+ column tip double")
+    expect(page.locator("[data-timeline]")).to_contain_text("tag first_load")
+
+
 def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path) -> None:
     page.goto("/ui/projects")
     page.goto(_table_url(page, "sales", "events"))
