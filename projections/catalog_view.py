@@ -31,6 +31,7 @@ from icelog.domain.task import Task
 from icelog.domain.user import User
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
+from icelog.projections import location_overlap
 from icelog.projections.schema import TABULAR_COLUMNS, grant_row_id
 
 # A DB-API cursor of either library (sqlite3 via eventsourcing, or psycopg): their
@@ -296,13 +297,13 @@ class CatalogView:
             if row is None:
                 return
             warehouse_id = str(row[0])
+        overlaps, params = location_overlap.clause(self.dialect, at)
         for table in ("icelog_tabulars", "icelog_deleted_tabulars"):
             self._exec(
                 cur,
-                f"SELECT 1 FROM {{p}}{table} WHERE warehouse_id = ? AND id <> ? AND ("
-                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
-                "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
-                (warehouse_id, tid, at, at, at, at),
+                f"SELECT 1 FROM {{p}}{table} WHERE warehouse_id = ? AND id <> ? AND {overlaps} "
+                "LIMIT 1",
+                (warehouse_id, tid, *params),
             )
             if cur.fetchone() is not None:
                 raise IntegrityError(f"the location {at} overlaps another table's or view's")

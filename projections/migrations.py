@@ -43,6 +43,7 @@ from icelog.projections import (
     catalog_history,
     event_index,
     iceberg_events,
+    location_overlap,
     publisher_positions,
     schema,
     secrets,
@@ -174,6 +175,7 @@ STEPS: tuple[Step, ...] = (
     Step(12, "grant history (as-of)", _statements(catalog_history.grant_schema)),
     Step(13, "Iceberg events (the events API)", _statements(iceberg_events.schema)),
     Step(14, "functions (Iceberg UDFs)", _statements(schema.functions_statements)),
+    Step(15, "locations found by index (overlap checks)", _statements(location_overlap.indexes)),
 )
 LATEST = STEPS[-1].version
 

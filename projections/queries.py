@@ -15,6 +15,7 @@ from psycopg.rows import tuple_row
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import SEPARATOR, NamespaceName
+from icelog.projections import location_overlap
 
 Rows = list[tuple[Any, ...]]
 
@@ -433,22 +434,22 @@ class CatalogQueries:
 
     def table_containing(self, warehouse_id: str, location: str) -> tuple[str, str] | None:
         """The live table whose location is or holds `location`: (id, table location)."""
+        holds, params = location_overlap.clause(self.dialect, location, below=False)
         r = self.row(
             "SELECT id, location FROM icelog_tabulars WHERE warehouse_id = ? AND kind = 'table' "
-            "AND (location = ? OR substr(?, 1, length(location) + 1) = location || '/') LIMIT 1",
-            (warehouse_id, location, location),
+            f"AND {holds} LIMIT 1",
+            (warehouse_id, *params),
         )
         return (str(r[0]), str(r[1])) if r else None
 
     def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
         """A tabular whose location equals, contains or is contained in `location`: live
         ones, and soft-dropped ones too, whose files are still there to be undropped."""
+        overlaps, params = location_overlap.clause(self.dialect, location)
         for table, label in (("icelog_tabulars", ""), ("icelog_deleted_tabulars", " (dropped)")):
             r = self.row(
-                f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND ("
-                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
-                "OR substr(location, 1, length(?) + 1) = ? || '/') LIMIT 1",
-                (warehouse_id, location, location, location, location),
+                f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND {overlaps} LIMIT 1",
+                (warehouse_id, *params),
             )
             if r is not None:
                 return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
@@ -458,12 +459,11 @@ class CatalogQueries:
         """The locations of every tabular (live or soft-dropped) that equals, contains or
         lies inside `location`."""
         found: list[str] = []
+        overlaps, params = location_overlap.clause(self.dialect, location)
         for table in ("icelog_tabulars", "icelog_deleted_tabulars"):
             rows = self.rows(
-                f"SELECT location FROM {table} WHERE warehouse_id = ? AND ("
-                "location = ? OR substr(?, 1, length(location) + 1) = location || '/' "
-                "OR substr(location, 1, length(?) + 1) = ? || '/')",
-                (warehouse_id, location, location, location, location),
+                f"SELECT location FROM {table} WHERE warehouse_id = ? AND {overlaps}",
+                (warehouse_id, *params),
             )
             found.extend(str(r[0]) for r in rows)
         return found
