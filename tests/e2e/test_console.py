@@ -31,7 +31,7 @@ from pyiceberg.types import (
 )
 
 from tests.support.clients import rest_catalog
-from tests.support.fixtures import ServerFactory
+from tests.support.fixtures import BACKENDS, ServerFactory
 from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer
 
@@ -57,9 +57,11 @@ SCHEMA = Schema(
 )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def server(catalog_server_factory: ServerFactory) -> CatalogServer:
-    return catalog_server_factory("sqlite")
+@pytest.fixture(scope="module", params=BACKENDS)
+def server(request: pytest.FixtureRequest, catalog_server_factory: ServerFactory) -> CatalogServer:
+    """The console over each backend: every test that browses the catalog anonymously runs
+    on SQLite and on PostgreSQL (the login tests run on SQLite)."""
+    return catalog_server_factory(str(request.param))
 
 
 @pytest.fixture(scope="module")
@@ -86,15 +88,26 @@ def page(browser: Browser, server: CatalogServer) -> Iterator[Page]:
 
 
 @pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shot_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wanted = os.environ.get("ICELOG_CONSOLE_SCREENSHOTS")
     folder = Path(wanted) if wanted else tmp_path_factory.mktemp("console-shots")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
 
-def shoot(page: Page, shots: Path, name: str) -> None:
+@pytest.fixture
+def shots(request: pytest.FixtureRequest, shot_folder: Path) -> Path | None:
+    """Where screenshots go; None (none taken) on the PostgreSQL run: the same pages."""
+    used = "server" in request.fixturenames
+    if used and request.getfixturevalue("server").backend == "postgres":
+        return None
+    return shot_folder
+
+
+def shoot(page: Page, shots: Path | None, name: str) -> None:
     """The page at 1280x800 and at 390x844 (full length), then back to wide."""
+    if shots is None:
+        return
     for size, suffix in ((WIDE, "desktop"), (NARROW, "mobile")):
         page.set_viewport_size(size)
         page.screenshot(path=str(shots / f"{name}-{suffix}.png"), full_page=True)
@@ -120,7 +133,7 @@ def sales(server: CatalogServer) -> dict[str, Any]:
     return {"catalog": catalog, "metadata_location": loaded.metadata_location}
 
 
-def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: Path) -> None:
+def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: Path | None) -> None:
     page.goto("/ui")
     expect(page.locator("h1")).to_have_text("Projects")
     shoot(page, shots, "projects")
@@ -150,7 +163,7 @@ def test_browse_to_a_table_spark_wrote(page: Page, server: CatalogServer, spark:
     nested schema, partition spec, sort order, snapshots, refs and the column it added."""
     from tests.support.spark import register_rest_catalog
 
-    name = register_rest_catalog(spark, "console_ice", server.uri)
+    name = register_rest_catalog(spark, f"console_{server.backend}", server.uri)
     table = f"{name}.lake.trips"
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.lake")
     spark.sql(
@@ -192,7 +205,7 @@ def test_browse_to_a_table_spark_wrote(page: Page, server: CatalogServer, spark:
     expect(page.locator("[data-timeline]")).to_contain_text("tag first_load")
 
 
-def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path) -> None:
+def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path | None) -> None:
     page.goto("/ui/projects")
     page.goto(_table_url(page, "sales", "events"))
     steps = page.locator("[data-timeline] > li")
@@ -207,7 +220,7 @@ def test_a_tables_event_timeline(page: Page, sales: dict[str, Any], shots: Path)
 
 
 def test_as_of_before_a_commit_shows_the_older_schema(
-    page: Page, sales: dict[str, Any], shots: Path
+    page: Page, sales: dict[str, Any], shots: Path | None
 ) -> None:
     page.goto(_table_url(page, "sales", "events"))
     schema = page.locator("[data-schema]")
@@ -237,7 +250,9 @@ def test_as_of_before_a_commit_shows_the_older_schema(
     expect(page.locator(".asof-banner")).to_contain_text("as of log position 1")
 
 
-def test_create_a_warehouse(page: Page, server: CatalogServer, tmp_path: Path, shots: Path) -> None:
+def test_create_a_warehouse(
+    page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
+) -> None:
     page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
     page.get_by_role("link", name="New warehouse").click()
     expect(page.locator("h1")).to_have_text("New warehouse")
@@ -263,7 +278,7 @@ def test_create_a_warehouse(page: Page, server: CatalogServer, tmp_path: Path, s
 
 
 def test_soft_drop_and_undrop_a_table(
-    page: Page, server: CatalogServer, tmp_path: Path, shots: Path
+    page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
 ) -> None:
     created = httpx.post(
         f"{server.base}/management/v1/warehouse",
@@ -364,7 +379,7 @@ def test_manage_a_project_and_a_warehouse(
     assert httpx.get(f"{server.base}/management/v1/project/{pid}").status_code == 404
 
 
-def test_drop_a_view(page: Page, sales: dict[str, Any], shots: Path) -> None:
+def test_drop_a_view(page: Page, sales: dict[str, Any], shots: Path | None) -> None:
     from pyiceberg.view.metadata import ViewVersion
 
     version = ViewVersion.model_validate(
@@ -408,7 +423,7 @@ def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> 
 
 
 def test_status_shows_commits_and_verifies_the_audit_chain(
-    page: Page, sales: dict[str, Any], shots: Path
+    page: Page, sales: dict[str, Any], shots: Path | None
 ) -> None:
     page.goto("/ui/status")
     expect(page.locator("[data-log]")).to_contain_text("Commits (this process)")
@@ -458,7 +473,7 @@ def _login_page(browser: Browser, server: CatalogServer) -> Page:
 
 
 def test_log_in_with_the_identity_provider(
-    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path | None
 ) -> None:
     idp.login_subject, idp.login_expires_in = "oidc-alice", 3600
     page = _login_page(browser, secured)
@@ -537,7 +552,7 @@ def _log_in(browser: Browser, server: CatalogServer, idp: TestIdentityProvider, 
 
 
 def test_grant_a_user_select_on_a_table_and_see_their_access(
-    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path | None
 ) -> None:
     admin = idp.issue("oidc-alice")
     catalog = rest_catalog(secured, token=admin)
@@ -630,7 +645,7 @@ def test_grant_a_user_select_on_a_table_and_see_their_access(
 
 
 def test_roles_and_their_members(
-    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path | None
 ) -> None:
     admin = idp.issue("oidc-alice")
     httpx.post(
