@@ -262,3 +262,128 @@ def steps(events: Iterable[Any]) -> list[Step]:
         step.document = document
         found.append(step)
     return found
+
+
+# -- namespaces and warehouses ------------------------------------------------------------------
+def _kind_and_verb(event_type: str) -> tuple[str, str]:
+    """`io.icelog.namespace.properties-updated.v1` → (`namespace`, `properties-updated`)."""
+    name = event_type.removeprefix("io.icelog.")
+    if name.rsplit(".", 1)[-1][:1] == "v" and name.rsplit(".", 1)[-1][1:].isdigit():
+        name = name.rsplit(".", 1)[0]
+    kind, _, verb = name.partition(".")
+    return kind, verb
+
+
+def _profile_text(profile: Any) -> str:
+    if not isinstance(profile, dict):
+        return str(profile)
+    if profile.get("type") == "soft":
+        return f"soft ({profile.get('expiration-seconds')} s)"
+    return str(profile.get("type", "?"))
+
+
+def _dict_diff(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    changes = [
+        Change("+", f"{what}{k} = {v}")
+        if k not in old
+        else Change("~", f"{what}{k}: {old[k]} → {v}")
+        for k, v in sorted(new.items())
+        if old.get(k) != v
+    ]
+    changes += [Change("-", f"{what}{k} (was {old[k]})") for k in sorted(old) if k not in new]
+    return changes
+
+
+def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each event of a namespace's or warehouse's history changed, from the event data
+    alone (in log order, as the events API answers them): properties set, changed and
+    removed (with the values before, folded from the earlier events), children created and
+    dropped by name, warehouse renames, delete profiles, storage and protection. Each event
+    comes back with `title` and `changes`; events it has nothing to add to keep their type."""
+    names: dict[str, str] = {}  # aggregate id → its name, from any event that named it
+    for e in events:
+        subject = e.get("subject")
+        if subject:
+            names.setdefault(str(e.get("aggregate-id")), subject)
+            if e.get("tabular-id"):
+                names.setdefault(str(e["tabular-id"]), subject)
+    props: dict[str, dict[str, Any]] = {}  # namespace aggregate → its properties so far
+    state: dict[str, dict[str, Any]] = {}  # warehouse aggregate → name, profiles so far
+    found = []
+    for e in events:
+        kind, verb = _kind_and_verb(str(e.get("type", "")))
+        data = e.get("data") or {}
+        agg = str(e.get("aggregate-id"))
+        subject = e.get("subject") or names.get(agg, "")
+        title = f"{kind} {verb}"
+        changes: list[Change] = []
+        if kind == "namespace":
+            title = f"namespace {subject} {verb.replace('-', ' ')}"
+            if verb in ("created", "recreated"):
+                new = dict(data.get("properties") or {})
+                changes = _dict_diff("property ", {}, new)
+                props[agg] = new
+            elif verb == "properties-updated":
+                old = props.get(agg, {})
+                new = {**old, **(data.get("updated") or {})}
+                for key in data.get("removed") or []:
+                    new.pop(key, None)
+                changes = _dict_diff("property ", old, new)
+                # Removed keys whose value is unknown (an older event off this page).
+                changes += [
+                    Change("-", f"property {k}") for k in data.get("removed") or [] if k not in old
+                ]
+                props[agg] = new
+            elif verb in ("child-added", "child-removed"):
+                child = names.get(str(data.get("child-id")), str(data.get("child-id")))
+                what = data.get("child-kind", "child")
+                if what == "soft-deleted":
+                    what = "soft-deleted table or view"
+                sign = "+" if verb == "child-added" else "-"
+                title = f"namespace {subject}: {what} {'added' if sign == '+' else 'removed'}"
+                changes = [Change(sign, f"{what} {child}")]
+            elif verb == "protection-changed":
+                on = bool(data.get("protected"))
+                changes = [Change("~", "protected" if on else "no longer protected")]
+        elif kind == "warehouse":
+            held = state.setdefault(agg, {})
+            title = f"warehouse {verb.replace('-', ' ')}"
+            if verb == "created":
+                held.update(
+                    name=data.get("name"),
+                    storage=data.get("storage-profile") or {},
+                    delete=data.get("delete-profile"),
+                )
+                changes = [
+                    Change("+", f"name {data.get('name')}"),
+                    Change("+", f"delete profile {_profile_text(data.get('delete-profile'))}"),
+                    *_dict_diff("storage ", {}, dict(data.get("storage-profile") or {})),
+                ]
+            elif verb == "renamed":
+                before = held.get("name")
+                changes = [Change("~", f"name: {before} → {data.get('name')}" if before
+                                  else f"name → {data.get('name')}")]  # fmt: skip
+                held["name"] = data.get("name")
+            elif verb in ("namespace-added", "namespace-removed"):
+                child = names.get(str(data.get("namespace-id")), str(data.get("namespace-id")))
+                sign = "+" if verb == "namespace-added" else "-"
+                changes = [Change(sign, f"namespace {child}")]
+            elif verb == "delete-profile-changed":
+                before = held.get("delete")
+                after = data.get("delete-profile")
+                text = f"delete profile: {_profile_text(before)} → {_profile_text(after)}"
+                changes = [
+                    Change("~", text if before else f"delete profile → {_profile_text(after)}")
+                ]
+                held["delete"] = after
+            elif verb == "storage-profile-changed":
+                new = dict(data.get("storage-profile") or {})
+                changes = _dict_diff("storage ", held.get("storage") or {}, new)
+                held["storage"] = new
+            elif verb == "protection-changed":
+                on = bool(data.get("protected"))
+                changes = [Change("~", "protected" if on else "no longer protected")]
+        elif kind in ("table", "view", "function"):
+            title = f"{kind} {subject} {verb.replace('-', ' ')}"
+        found.append({**e, "title": title, "changes": changes})
+    return found

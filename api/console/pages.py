@@ -422,7 +422,7 @@ async def warehouse(request: Request) -> Response:
     if context["events"] is not None:
         shown = [
             e
-            for e in context["events"]["events"]
+            for e in history.describe_events(context["events"]["events"])
             if not moment.active or e["position"] <= (moment.position or 0)
         ]
         context["events"] = list(reversed(shown))[:50]
@@ -518,7 +518,7 @@ async def namespace(request: Request) -> Response:
     if context["events"] is not None:
         shown = [
             e
-            for e in context["events"]["events"]
+            for e in history.describe_events(context["events"]["events"])
             if not moment.active or e["position"] <= (moment.position or 0)
         ]
         context["events"] = list(reversed(shown))[:50]

@@ -411,6 +411,46 @@ def test_drop_a_view(page: Page, sales: dict[str, Any], shots: Path | None) -> N
     assert not sales["catalog"].view_exists("sales.recent")
 
 
+def test_namespace_and_warehouse_history_say_what_changed(
+    page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
+) -> None:
+    created = httpx.post(
+        f"{server.base}/management/v1/warehouse",
+        json={
+            "warehouse-name": "hist",
+            "storage-profile": {"type": "file", "base-location": (tmp_path / "hist").as_uri()},
+        },
+    )
+    assert created.status_code == 200, created.text
+    wid = created.json()["warehouse-id"]
+    catalog = rest_catalog(server, warehouse="hist")
+    catalog.create_namespace("ops", {"owner": "finance", "tier": "gold"})
+    catalog.update_namespace_properties("ops", removals={"owner"}, updates={"tier": "silver"})
+    catalog.create_table("ops.jobs", Schema(NestedField(1, "id", LongType())))
+    catalog.drop_table("ops.jobs")
+    catalog.create_namespace(("ops", "daily"))
+    base = f"{server.base}/management/v1/warehouse/{wid}"
+    assert httpx.post(f"{base}/rename", json={"new-name": "hist2"}).status_code < 300
+    profile = {"delete-profile": {"type": "soft", "expiration-seconds": 600}}
+    assert httpx.post(f"{base}/delete-profile", json=profile).status_code < 300
+
+    page.goto(f"/ui/warehouses/{wid}/namespace?ns=ops")
+    history = page.locator("[data-history]")
+    expect(history).to_contain_text("+ property owner = finance")
+    expect(history).to_contain_text("- property owner (was finance)")
+    expect(history).to_contain_text("~ property tier: gold → silver")
+    expect(history).to_contain_text("+ table ops.jobs")
+    expect(history).to_contain_text("- table ops.jobs")
+    expect(history).to_contain_text("+ namespace ops.daily")
+    shoot(page, shots, "namespace")
+    page.goto(f"/ui/warehouses/{wid}")
+    history = page.locator("[data-history]")
+    expect(history).to_contain_text("~ name: hist → hist2")
+    expect(history).to_contain_text("~ delete profile: hard → soft (600 s)")
+    expect(history).to_contain_text("+ namespace ops")
+    expect(history).to_contain_text("+ storage base-location = file://")
+
+
 def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> None:
     page.goto("/ui/projects")
     response = page.goto(_table_url(page, "sales", "nope"))
