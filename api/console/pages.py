@@ -45,6 +45,10 @@ SEP = "\x1f"
 # page reads at most (each holds up to 1000 namespaces, tables and views).
 TREE_LIMIT = 300
 AS_OF_PAGES = 20
+# A warehouse's or namespace's history reads at most this many pages of 1000 events, and
+# shows the newest of them.
+HISTORY_PAGES = 20
+HISTORY_SHOWN = 50
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -374,6 +378,27 @@ async def create_warehouse(request: Request) -> Response:
     return done(f"/ui/warehouses/{answer['warehouse-id']}", "Warehouse created")
 
 
+async def _history(request: Request, query: dict[str, Any]) -> list[dict[str, Any]]:
+    """The newest events of a warehouse or namespace (up to the page's moment), each with
+    what it changed. The log is read in order, page after page (bounded), so that the
+    newest are shown and property values are known from the events before them."""
+    moment: Moment = request.state.moment
+    found: list[dict[str, Any]] = []
+    after = 0
+    for _ in range(HISTORY_PAGES):
+        answer = await call(request, "listEvents", query={**query, "limit": 1000, "after": after})
+        found += answer["events"]
+        after = answer.get("next-after")
+        if after is None or (moment.active and after >= (moment.position or 0)):
+            break
+    shown = [
+        e
+        for e in history.describe_events(found)
+        if not moment.active or e["position"] <= (moment.position or 0)
+    ]
+    return list(reversed(shown))[:HISTORY_SHOWN]
+
+
 async def _tree(request: Request, wid: str) -> tuple[list[dict[str, Any]], bool]:
     """The namespace tree (depth first), as far as the caller may list it."""
     found: list[dict[str, Any]] = []
@@ -417,15 +442,8 @@ async def warehouse(request: Request) -> Response:
             call(request, "listTasks", path=path)
         )
     context["events"], context["events_error"] = await attempt(
-        call(request, "listEvents", query={"warehouse-id": wid, "limit": 1000, "after": 0})
+        _history(request, {"warehouse-id": wid})
     )
-    if context["events"] is not None:
-        shown = [
-            e
-            for e in history.describe_events(context["events"]["events"])
-            if not moment.active or e["position"] <= (moment.position or 0)
-        ]
-        context["events"] = list(reversed(shown))[:50]
     context["access"] = await my_access(request, "warehouse", path)
     context["access_url"] = f"/ui/warehouses/{wid}/access"
     return render(request, "warehouse.html", context)
@@ -509,19 +527,8 @@ async def namespace(request: Request) -> Response:
         context["tables"] = [t["name"] for t in (tables or {}).get("identifiers", [])]
         context["views"] = [v["name"] for v in (views or {}).get("identifiers", [])]
     context["events"], context["events_error"] = await attempt(
-        call(
-            request,
-            "listEvents",
-            query={"warehouse-id": wid, "namespace": ".".join(levels), "limit": 1000},
-        )
+        _history(request, {"warehouse-id": wid, "namespace": ".".join(levels)})
     )
-    if context["events"] is not None:
-        shown = [
-            e
-            for e in history.describe_events(context["events"]["events"])
-            if not moment.active or e["position"] <= (moment.position or 0)
-        ]
-        context["events"] = list(reversed(shown))[:50]
     nid, nid_error = await attempt(
         call(
             request,
