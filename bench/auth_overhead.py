@@ -260,6 +260,9 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=8)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument(
+        "--scenarios", default=",".join(SCENARIOS), help=f"comma list of {', '.join(SCENARIOS)}"
+    )
+    parser.add_argument(
         "--control", action="store_true",
         help="A/A: two allow-all servers, to size the noise of the comparison",
     )  # fmt: skip
@@ -286,7 +289,7 @@ def main() -> None:
             results: dict[str, list[dict[str, Any]]] = {}
             for _ in range(args.rounds):
                 for name, server in servers.items():
-                    for scenario in SCENARIOS:
+                    for scenario in args.scenarios.split(","):
                         who = reader if server.headers else None
                         found = measure(scenario, server, who, writers[name], args)
                         results.setdefault(scenario, []).append({"mode": name, **found})
