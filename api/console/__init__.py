@@ -37,6 +37,7 @@ def console_routes() -> list[BaseRoute]:
         Route(wh + "/namespace", pages.namespace, methods=["GET"]),
         Route(wh + "/table", pages.table, methods=["GET"]),
         Route(wh + "/view", pages.view, methods=["GET"]),
+        Route(wh + "/tasks/{task_id}", pages.task, methods=["GET"]),
         Route(wh + "/access", access.access, methods=["GET", "POST"]),
         Route(wh + "/{kind}/access", access.access, methods=["GET", "POST"]),
         Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),

@@ -5,6 +5,7 @@ as field diffs, snapshot summaries, properties — for the console's timelines a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -387,3 +388,42 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             title = f"{kind} {subject} {verb.replace('-', ' ')}"
         found.append({**e, "title": title, "changes": changes})
     return found
+
+
+def task_attempts(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A task's events (the management API's logged events of its aggregate), oldest first,
+    as the rows of its attempt history: what happened, which attempt and worker, and the
+    error, the time it is due (again), or the result."""
+    rows: list[dict[str, Any]] = []
+    for event in events:
+        data = event.get("data", {})
+        what = str(event.get("type", "")).removeprefix("io.icelog.task.").rsplit(".v", 1)[0]
+        detail, due = "", None
+        if what == "scheduled":
+            detail, due = f"at most {data.get('max-attempts')} attempts", data.get("due-at-ms")
+        elif what == "attempt-failed":
+            detail = str(data.get("error", ""))
+            if data.get("final"):
+                detail += " (no attempts left)"
+            else:
+                due = data.get("retry-at-ms")
+        elif what == "succeeded":
+            result = sorted(data.get("result", {}).items())
+            detail = ", ".join(f"{k}: {json.dumps(v)}" for k, v in result)
+        elif what == "cancelled":
+            detail = str(data.get("reason", ""))
+        elif what == "attempt-abandoned":
+            detail = "the worker stopped without an outcome: due again at once"
+        rows.append(
+            {
+                "position": event.get("position"),
+                "time": event.get("time", ""),
+                "actor": event.get("actor"),
+                "what": what,
+                "attempt": data.get("attempt"),
+                "worker": data.get("worker"),
+                "detail": detail,
+                "due": due,
+            }
+        )
+    return rows

@@ -638,6 +638,20 @@ async def view(request: Request) -> Response:
 
 
 @page
+async def task(request: Request) -> Response:
+    """One task (an expiration or a purge) with every attempt, from its own events."""
+    wid, tid = request.path_params["warehouse_id"], request.path_params["task_id"]
+    found = await call(request, "getTask", path={"warehouse_id": wid, "task_id": tid})
+    logged = await call(request, "listEvents", query={"aggregate-id": tid, "limit": 1000})
+    context = {
+        "warehouse_id": wid,
+        "task": found,
+        "attempts": history.task_attempts(logged["events"]),
+    }
+    return render(request, "task.html", context)
+
+
+@page
 async def tabular_action(request: Request) -> Response:
     wid = request.path_params["warehouse_id"]
     kind = request.path_params["kind"]

@@ -30,7 +30,7 @@ from pyiceberg.types import (
     StructType,
 )
 
-from tests.support.clients import rest_catalog
+from tests.support.clients import rest_catalog, wait_until
 from tests.support.fixtures import BACKENDS, ServerFactory
 from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer
@@ -313,6 +313,42 @@ def test_soft_drop_and_undrop_a_table(
     steps = page.locator("[data-timeline] > li")
     expect(steps.nth(0)).to_contain_text("undropped")
     expect(steps.nth(1)).to_contain_text("soft-dropped")
+
+
+def test_a_purge_task_and_its_attempts(
+    page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
+) -> None:
+    """A soft-dropped table expires at once: the server's task worker purges it, and the
+    warehouse's task list links to the task's page, which lists every event of it."""
+    created = httpx.post(
+        f"{server.base}/management/v1/warehouse",
+        json={
+            "warehouse-name": "expiring",
+            "storage-profile": {"type": "file", "base-location": (tmp_path / "exp").as_uri()},
+            "delete-profile": {"type": "soft", "expiration-seconds": 0},
+        },
+    )
+    assert created.status_code == 200, created.text
+    wid = created.json()["warehouse-id"]
+    catalog = rest_catalog(server, warehouse="expiring")
+    catalog.create_namespace("tmp")
+    catalog.create_table("tmp.scratch", Schema(NestedField(1, "id", LongType())))
+    catalog.drop_table("tmp.scratch")
+
+    def finished() -> bool:
+        listed = httpx.post(f"{server.base}/management/v1/warehouse/{wid}/task/list", json={})
+        return any(t["status"] == "succeeded" for t in listed.json()["tasks"])
+
+    assert wait_until(finished, timeout=60)
+    page.goto(f"/ui/warehouses/{wid}")
+    page.locator("#tasks + table").get_by_role("link", name="tabular-expiration").first.click()
+    expect(page.locator("h1")).to_have_text("Task: tabular-expiration")
+    rows = page.locator("[data-attempts] tbody tr")
+    expect(rows.first).to_contain_text("scheduled")
+    expect(rows.first).to_contain_text("at most 5 attempts")
+    expect(page.locator("[data-attempts] tr.attempt-started")).to_contain_text("1")
+    expect(page.locator("[data-attempts] tr.succeeded")).to_contain_text("expired: true")
+    shoot(page, shots, "task")
 
 
 def test_manage_a_project_and_a_warehouse(
