@@ -122,6 +122,8 @@ class OperationReport:
     known: collections.Counter[str] = field(default_factory=collections.Counter)  # by reason
     failed_requests: int = 0
     unsatisfiable: list[str] = field(default_factory=list)
+    # The first answer of each (mode, status): what a failure message shows of the run.
+    answers: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -145,7 +147,13 @@ class OperationReport:
         known bugs showed (``known``: the bugs that apply to this operation)."""
         assert not self.findings, f"{self.summary()}\n\n{self.describe_findings()}"
         fixed = [bug.reason for bug in known if not self.known[bug.reason]]
-        assert not fixed, f"known bugs no longer reproduce, remove their entries: {fixed}"
+        seen = "\n".join(
+            f"  {mode} {status}: {body}" for (mode, status), body in self.answers.items()
+        )
+        assert not fixed, (
+            f"known bugs no longer reproduce, remove their entries: {fixed}\n"
+            f"{self.summary()}\nfirst answers:\n{seen}"
+        )
         if known:
             pytest.xfail("; ".join(bug.reason for bug in known))
 
@@ -246,6 +254,11 @@ class Conformance:
                 response = case.call(base_url=self.base_url, session=self.session, timeout=30)
                 report.requests[case_mode(case)] += 1
                 report.statuses[response.status_code] += 1
+                report.answers.setdefault(
+                    (case_mode(case), response.status_code),
+                    f"{case.method} {case.formatted_path} {case.body!r:.200} -> "
+                    f"{response.text_lossy()[:300]}",
+                )
                 try:
                     case.validate_response(response, checks=checks)
                 except (FailureGroup, Failure, AssertionError) as exc:
