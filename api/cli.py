@@ -256,7 +256,10 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
                 problems.append(f"recorded head {position}:{link} no longer matches the chain")
         if args.expect:
             position_text, _, link = args.expect.partition(":")
-            if not position_text.isdigit() or chain.link_at(int(position_text)) != link:
+            if (
+                not (position_text.isascii() and position_text.isdigit())
+                or chain.link_at(int(position_text)) != link
+            ):
                 problems.append(f"the chain does not contain the expected head {args.expect}")
         print(
             f"checked {verdict.checked} event(s); chain head "
@@ -298,7 +301,7 @@ def _catalog_at(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError:
         print("icelog: --warehouse-id must be a UUID", file=sys.stderr)
         return 2
-    if args.when.isdigit():
+    if args.when.isascii() and args.when.isdigit():
         position, time_us = int(args.when), None
     else:
         try:

@@ -69,7 +69,7 @@ async def moment_of(request: Request) -> Moment:
     raw = (request.query_params.get("as-of") or "").strip()
     if not raw:
         return Moment(None, None, None)
-    query = {"position": raw} if raw.isdigit() else {"time": raw}
+    query = {"position": raw} if raw.isascii() and raw.isdigit() else {"time": raw}
     answer = await call(request, "getCatalogAsOf", query={**query, "page-size": 1})
     return Moment(raw, int(answer["position"]), answer.get("time"))
 
@@ -344,7 +344,10 @@ def _storage_body(data: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any] 
 def _delete_profile(data: dict[str, str]) -> dict[str, Any]:
     if data.get("delete-type") == "soft":
         seconds = data.get("expiration-seconds", "") or "0"
-        return {"type": "soft", "expiration-seconds": int(seconds) if seconds.isdigit() else -1}
+        return {
+            "type": "soft",
+            "expiration-seconds": int(seconds) if seconds.isascii() and seconds.isdigit() else -1,
+        }
     return {"type": "hard"}
 
 

@@ -294,7 +294,8 @@ def _indexer(request: Request) -> Indexer:
 
 def _moment(value: str) -> tuple[int | None, int | None]:
     """`as-of`: a log position, or an RFC 3339 time with its offset."""
-    if value.isdigit():
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if value.isascii() and value.isdigit():
         return int(value), None
     try:
         when = datetime.fromisoformat(value)
