@@ -63,6 +63,9 @@ KNOWN_BUGS = [
         "deliberate deviation: creating a child namespace whose parent does not exist answers "
         "404 NoSuchNamespaceException, which the Java client's namespace error handler turns "
         "into the right exception; the spec documents no 404 for createNamespace",
+        # Only generated nested names with a missing parent reach it, and not every run makes
+        # one: tests/integration/test_namespaces_api.py pins the 404.
+        required=False,
     ),
     *(
         KnownBug(
