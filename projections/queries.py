@@ -368,16 +368,7 @@ class CatalogQueries:
                 f" AND id IN (SELECT object_id FROM icelog_grants WHERE principal_id IN ({marks}))"
             )
             params = (*params, *visible_to)
-        sql += " ORDER BY name"
-        if size is not None:
-            sql += " LIMIT ?"
-            params = (*params, size + 1)
-        names = [r[0] for r in self.rows(sql, params)]
-        next_token = None
-        if size is not None and len(names) > size:
-            names = names[:size]
-            next_token = encode_token(names[-1])
-        return names, next_token
+        return self._names_page(sql + " ORDER BY name", params, size)
 
     def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
@@ -399,16 +390,20 @@ class CatalogQueries:
             "SELECT name FROM icelog_functions WHERE warehouse_id = ? AND ns_key = ? "
             "AND name > ? ORDER BY name"
         )
-        params: tuple[Any, ...] = (warehouse_id, ns.key, after)
+        return self._names_page(sql, (warehouse_id, ns.key, after), size)
+
+    def _names_page(
+        self, sql: str, params: tuple[Any, ...], size: int | None
+    ) -> tuple[list[str], str | None]:
+        """One page of names from `sql` (ordered by name, after the token's name): one row
+        more than the page says whether another follows."""
         if size is not None:
             sql += " LIMIT ?"
             params = (*params, size + 1)
         names = [r[0] for r in self.rows(sql, params)]
-        next_token = None
         if size is not None and len(names) > size:
-            names = names[:size]
-            next_token = encode_token(names[-1])
-        return names, next_token
+            return names[:size], encode_token(names[size - 1])
+        return names, None
 
     def load_function(self, warehouse_id: str, ns: NamespaceName, name: str) -> TabularRow | None:
         """The current document of a live function (its id, location, document, version)."""
