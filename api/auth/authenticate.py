@@ -126,22 +126,25 @@ class AuthenticationMiddleware:
             await _reply(send, *unauthorized(f"Invalid token: {exc}"))
             return
         scope.setdefault("state", {})["principal"] = principal
-        await self._provision(scope, principal)
+        await provision(scope, principal, self.known)
         await self.app(scope, receive, send)
 
-    async def _provision(self, scope: Scope, principal: Principal) -> None:
-        now = time.monotonic()
-        if self.known.fresh(principal, now):
-            return
-        services: Any = scope["app"].state.services
-        # The primary's read model: what the provisioning command decides on.
-        row = await run_in_threadpool(services.primary.user, principal.user_id)
-        facts = _facts(principal)
-        if row is None or (row["name"], row["email"], row["user-type"]) != facts:
-            ctx = RequestContext(actor=principal.user_id, request_id="")
-            user = UserFacts(principal.user_id, *facts)
-            await run_in_threadpool(services.catalog.provision_user, ctx, user, how=BY_CALL)
-        self.known.remember(principal, now)
+
+async def provision(scope: Scope, principal: Principal, known: KnownUsers) -> None:
+    """Provision the caller as a user (a `user.provisioned` event) on their first call, or
+    update them when their token names them differently; a known user costs no lookup."""
+    now = time.monotonic()
+    if known.fresh(principal, now):
+        return
+    services: Any = scope["app"].state.services
+    # The primary's read model: what the provisioning command decides on.
+    row = await run_in_threadpool(services.primary.user, principal.user_id)
+    facts = _facts(principal)
+    if row is None or (row["name"], row["email"], row["user-type"]) != facts:
+        ctx = RequestContext(actor=principal.user_id, request_id="")
+        user = UserFacts(principal.user_id, *facts)
+        await run_in_threadpool(services.catalog.provision_user, ctx, user, how=BY_CALL)
+    known.remember(principal, now)
 
 
 async def _reply(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:

@@ -72,11 +72,11 @@ async def tokens(request: Request) -> Response:
     if endpoint is None:
         return oauth_error(503, "invalid_request", "the identity provider cannot be reached")
     authorization = request.headers.get("authorization")
-    status, answer = await run_in_threadpool(_forward, endpoint, form, authorization)
+    status, answer = await run_in_threadpool(forward, endpoint, form, authorization)
     return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
 
 
-def _forward(endpoint: str, form: bytes, authorization: str | None) -> tuple[int, dict[str, Any]]:
+def forward(endpoint: str, form: bytes, authorization: str | None) -> tuple[int, dict[str, Any]]:
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
     if authorization:
         headers["Authorization"] = authorization

@@ -26,10 +26,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from icelog.api.auth.authenticate import AuthenticationMiddleware
+from icelog.api.auth.authenticate import provision
 from icelog.api.auth.oidc import IdentityProviderUnavailable, TokenVerifier, fetch_url
-from icelog.api.auth.principal import InvalidToken, Principal
-from icelog.api.auth.token_endpoint import _forward
+from icelog.api.auth.principal import InvalidToken
+from icelog.api.auth.token_endpoint import forward
 
 SESSION = "icelog_console"
 LOGIN = "icelog_console_login"
@@ -75,18 +75,7 @@ async def authenticate(request: Request) -> None:
             raise LoginNeeded(REASONS["expired"], "expired") from None
         raise LoginNeeded(f"Your session is no longer accepted ({reason}).") from None
     request.scope.setdefault("state", {})["principal"] = principal
-    await _provision(request, principal)
-
-
-async def _provision(request: Request, principal: Principal) -> None:
-    auth = request.app.state.services.settings.auth
-    provisioner = AuthenticationMiddleware(
-        request.app,
-        verifier=request.app.state.token_verifier,
-        settings=auth,
-        known=request.app.state.known_users,
-    )
-    await provisioner._provision(request.scope, principal)
+    await provision(request.scope, principal, request.app.state.known_users)
 
 
 def _b64(raw: bytes) -> str:
@@ -181,7 +170,7 @@ async def finish(request: Request) -> tuple[str, int, str]:
             "code_verifier": held.get("verifier", ""),
         }
     ).encode()
-    status, answer = await asyncio.to_thread(_forward, document["token_endpoint"], form, None)
+    status, answer = await asyncio.to_thread(forward, document["token_endpoint"], form, None)
     if status != 200:
         reason = answer.get("error_description") or answer.get("error") or status
         raise LoginNeeded(f"The identity provider did not issue a token: {reason}")
