@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from psycopg import AsyncConnection
 
 from icelog.domain.identifiers import NamespaceName
 from icelog.projections.fast_reads import PostgresTabularReader
@@ -105,3 +106,60 @@ def test_a_cancelled_lookup_leaves_its_group_answered(pg_api: Api) -> None:
 
     rows = run(reader, work)
     assert all(row is not None and row.metadata_location for row in rows)
+
+
+async def _head_plan(reader: PostgresTabularReader, wid: str, name: str) -> str:
+    """The plan the reader's connection keeps for its lookup by name (psycopg names the
+    statement it prepared after five runs `_pg3_0`)."""
+    # psycopg prepares on the fifth run; PostgreSQL makes five plans for the values given,
+    # then may keep one generic plan (shown with $1): 12 runs get there.
+    for _ in range(12):
+        assert await reader.load_tabular(wid, NS, name, "table") is not None
+    async with reader._connection() as conn:
+        cur = await conn.execute(f"EXPLAIN EXECUTE _pg3_0('{wid}', '{NS.key}', '{name}', 'table')")
+        return "\n".join(str(row[0]) for row in await cur.fetchall())
+
+
+def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
+    pg_api: Api,
+) -> None:
+    """The plan kept while the warehouse held one table narrows by warehouse only (every
+    index looks alike at one row); after the warehouse grew, a lookup on that connection
+    read every row of it. Past MAX_AGE_S the connection is replaced and the new one's plan
+    finds the table by its name."""
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    reader = reader_for(api, connections=1)
+
+    async def scenario() -> tuple[str, str]:
+        await reader.open()
+        try:
+            small = await _head_plan(reader, wid, "t")
+            # 3,000 more tables in the read model (rows as the projection writes them;
+            # made directly: creating them through the API takes far longer).
+            url = api.services.settings.database_url
+            assert url is not None
+            async with await AsyncConnection.connect(url, autocommit=True) as conn:
+                await conn.execute(
+                    "INSERT INTO icelog_tabulars (id, warehouse_id, ns_key, name, kind, "
+                    "location, metadata_location, metadata, version, created_at, updated_at) "
+                    "SELECT 'x' || i, %s, 'db', 'n' || i, 'table', 'file:///w/n' || i, "
+                    "'file:///w/n' || i || '/m.json', '\\x7b7d'::bytea, 1, '', '' "
+                    "FROM generate_series(1, 3000) AS i",
+                    (wid,),
+                )
+            reader.MAX_AGE_S = 0.0  # the next lookup replaces the connection
+            assert await reader.load_tabular(wid, NS, "t", "table") is not None
+            reader.MAX_AGE_S = 3600.0
+            assert reader.pool_stats()["pool_size"] == 1
+            grown = await _head_plan(reader, wid, "t")
+            return small, grown
+        finally:
+            await reader.close()
+
+    small, grown = asyncio.run(scenario())
+    assert "$1" in small, small  # a generic plan was kept while the warehouse was small
+    assert "icelog_tabulars_by_name" in grown, grown
+    assert "Filter: ((ns_key" not in grown, grown
