@@ -231,6 +231,32 @@ def test_concurrent_nested_locations_cannot_both_land(
     assert len(calls) >= 2, "the append was refused and the command checked again"
 
 
+def test_a_location_under_a_soft_dropped_table_is_refused_inside_the_append(
+    db: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A soft-dropped table keeps its location (undrop would bring it back): the append's
+    own check covers those rows as well, in the same statement as the live ones."""
+    profile = {"delete-profile": {"type": "soft", "expiration-seconds": 3600}}
+    set_profile = db.client.post(f"{ROOT}/warehouse/{db.prefix}/delete-profile", json=profile)
+    assert set_profile.status_code == 204, set_profile.text
+    outer = f"file://{db.warehouse_dir}/kept"
+    create_table(db, "db", "kept", location=outer)
+    assert db.delete("/namespaces/db/tables/kept").status_code == 204
+    index = db.services.catalog.location_index
+    calls: list[int] = []
+
+    def stale_once(warehouse_id: str, location: str) -> str | None:
+        calls.append(1)
+        return None if len(calls) == 1 else index(warehouse_id, location)
+
+    monkeypatch.setattr(db.services.catalog, "location_index", stale_once)
+    inner = db.post(
+        "/namespaces/db/tables", {"name": "inner", "schema": SCHEMA, "location": f"{outer}/x"}
+    )
+    assert_error(inner, 409, "LocationAlreadyTakenException")
+    assert len(calls) >= 2, "the append was refused and the command checked again"
+
+
 def test_s3_endpoints_carry_no_credentials_query_or_fragment(db: Api) -> None:
     for endpoint in (
         "http://AKIAX:hunter2@minio:9000",
