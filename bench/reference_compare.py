@@ -47,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -230,25 +231,50 @@ def postgres_cpu_s(db: str) -> dict[int, float]:
     return found
 
 
-def postgres_cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU the backends spent between two readings. A backend that closed in between (icelog
-    replaces its read connections every minute) is missing from `after`: its last part is
-    not counted, rather than subtracted."""
-    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+class PostgresCpu:
+    """CPU of the backends on one database across a block, read every 0.25 s in a thread so
+    that a backend closing meanwhile (icelog replaces its read connections every minute)
+    still counts up to its last reading rather than dropping out of the sum."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.first = postgres_cpu_s(db)
+        self.last = dict(self.first)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for pid, cpu in postgres_cpu_s(self.db).items():
+            # 0.0: the backend exited between reading its command line and its times.
+            if cpu > 0.0:
+                self.last[pid] = max(cpu, self.last.get(pid, 0.0))
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.25):
+            self._read()
+
+    def spent(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        return sum(max(0.0, cpu - self.first.get(pid, 0.0)) for pid, cpu in self.last.items())
 
 
 def settle(target: Target, limit_s: float = 120.0) -> float:
     """Wait until the server does no more work in the background (under 5 % of a core for
     a second): icelog's audit chain and event indexer follow the log after the answers went
-    out. Returns the seconds waited. Without this, one scenario's catch-up ran during the
-    next one's measurement and was counted against it."""
+    out. Returns the CPU seconds of that last, idle second (the followers polling), which
+    is not the requests' work; 0 if the server never went idle within `limit_s`. Without
+    this wait, one scenario's catch-up ran during the next one's measurement."""
     started = time.monotonic()
     while time.monotonic() - started < limit_s:
         before = CpuAccount._cpu_s(target.pid)
         time.sleep(1.0)
-        if CpuAccount._cpu_s(target.pid) - before < 0.05:
-            break
-    return time.monotonic() - started
+        idle = CpuAccount._cpu_s(target.pid) - before
+        if idle < 0.05:
+            return idle
+    return 0.0
 
 
 @contextmanager
@@ -257,17 +283,15 @@ def server_cpu(target: Target, out: dict[str, Any], requests: Callable[[], int])
     catch-up after it (until the server is idle again), so work deferred past the answers
     is still charged to the requests that caused it. The catch-up's share is also given
     alone (`after_cpu_ms`). Rates are the clients' view and do not include the catch-up."""
-    server0, pg0 = CpuAccount._cpu_s(target.pid), postgres_cpu_s(target.db)
+    server0, pg = CpuAccount._cpu_s(target.pid), PostgresCpu(target.db)
     yield
     server1 = CpuAccount._cpu_s(target.pid)
-    settle(target)
-    server2, pg2 = CpuAccount._cpu_s(target.pid), postgres_cpu_s(target.db)
-    # The idle second that ended the wait (polling followers) is not the requests' work.
-    idle = min(server2 - server1, 0.05)
+    idle = settle(target)
+    server2 = CpuAccount._cpu_s(target.pid)
     n = max(requests(), 1)
     out["server_cpu_ms"] = round(1000 * (server2 - server0 - idle) / n, 3)
     out["after_cpu_ms"] = round(1000 * (server2 - server1 - idle) / n, 3)
-    out["postgres_cpu_ms"] = round(1000 * postgres_cpu_between(pg0, pg2) / n, 3)
+    out["postgres_cpu_ms"] = round(1000 * pg.spent() / n, 3)
 
 
 def load(
@@ -294,7 +318,7 @@ async def _writers(
     """One writer per entry of `tables` (the same name repeated = a shared table), each
     committing `commits` snapshots; on a 409 it reloads the table and tries again — at
     once, or with `backoff` as Iceberg's Java client does (commit.retry.min-wait-ms 100,
-    doubling per failed try, here capped at 1.6 s, with 10 % jitter)."""
+    doubling per failed try, here capped at 1.6 s, plus up to 10 % jitter)."""
     conflicts, requests, latencies = 0, 0, Result()
 
     async def writer(w: int, table: str) -> None:
@@ -319,7 +343,7 @@ async def _writers(
                     raise RuntimeError(f"{target.name}: commit {status} {answer[:300]!r}")
                 conflicts += 1
                 if backoff:
-                    wait = min(0.1 * 2**failed, 1.6) * random.uniform(0.9, 1.1)
+                    wait = min(0.1 * 2**failed, 1.6) * random.uniform(1.0, 1.1)
                     failed += 1
                     await asyncio.sleep(wait)
                 status, answer = await conn.request(target.request("GET", path))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
 import sqlite3
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -32,8 +33,8 @@ from icelog.projections.queries import TabularRow
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
-# (connection, generation, when it was opened on the loop clock)
-_Slot = tuple[AsyncConnection[tuple[Any, ...]], int, float]
+# (connection, generation, when it was opened on the loop clock, its share of MAX_AGE_S)
+_Slot = tuple[AsyncConnection[tuple[Any, ...]], int, float, float]
 
 _HEAD = (
     "SELECT id, metadata_location, version FROM icelog_tabulars "
@@ -186,7 +187,7 @@ class PostgresTabularReader:
     def __init__(self, conninfo: dict[str, Any], max_size: int, cache_bytes: int) -> None:
         self._conninfo = {"connect_timeout": 10, **conninfo, "autocommit": True}
         self._size = max(1, max_size)
-        # A slot is None (not connected yet, or discarded) or (connection, generation, born).
+        # A slot is None (not connected yet, or discarded) or a _Slot.
         self._idle: asyncio.Queue[_Slot | None] = asyncio.Queue()
         self._generation = 0
         self._head = _HEAD.replace("?", "%s")
@@ -229,15 +230,15 @@ class PostgresTabularReader:
         conn: AsyncConnection[tuple[Any, ...]] | None = None
         generation = self._generation
         now = asyncio.get_running_loop().time()
-        opened = now
+        opened, share = now, 1.0
         try:
             if slot is not None:
-                conn, born, opened = slot
-                if born != self._generation or conn.closed or now - opened > self.MAX_AGE_S:
+                conn, born, opened, share = slot
+                if born != self._generation or conn.closed or now - opened > self.MAX_AGE_S * share:
                     # Opened before a connection failure, or too long ago: replace it
                     # (see the class doc).
-                    await self._discard(conn)
-                    conn = None
+                    old, conn = conn, None
+                    await self._discard(old)
             if conn is None:
                 try:
                     conn = await AsyncConnection.connect(**self._conninfo)
@@ -245,15 +246,17 @@ class PostgresTabularReader:
                     self._stats["connections_errors"] += 1
                     raise
                 self._open += 1
-                opened = now
+                # Connections opened together would all expire together, each making one
+                # lookup wait for a new connection at the same moment: spread them out.
+                opened, share = now, random.uniform(0.9, 1.1)  # noqa: S311 - not security
             yield conn
         except BaseException:
             if conn is not None:
-                await self._discard(conn)
-            conn = None
+                old, conn = conn, None
+                await self._discard(old)
             raise
         finally:
-            self._idle.put_nowait(None if conn is None else (conn, generation, opened))
+            self._idle.put_nowait(None if conn is None else (conn, generation, opened, share))
 
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str

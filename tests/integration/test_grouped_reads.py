@@ -108,16 +108,17 @@ def test_a_cancelled_lookup_leaves_its_group_answered(pg_api: Api) -> None:
     assert all(row is not None and row.metadata_location for row in rows)
 
 
-async def _head_plan(reader: PostgresTabularReader, wid: str, name: str) -> str:
+async def _head_plan(reader: PostgresTabularReader, wid: str, name: str) -> tuple[str, int]:
     """The plan the reader's connection keeps for its lookup by name (psycopg names the
-    statement it prepared after five runs `_pg3_0`)."""
+    statement it prepared after five runs `_pg3_0`), and that connection's backend."""
     # psycopg prepares on the fifth run; PostgreSQL makes five plans for the values given,
     # then may keep one generic plan (shown with $1): 12 runs get there.
     for _ in range(12):
         assert await reader.load_tabular(wid, NS, name, "table") is not None
     async with reader._connection() as conn:
         cur = await conn.execute(f"EXPLAIN EXECUTE _pg3_0('{wid}', '{NS.key}', '{name}', 'table')")
-        return "\n".join(str(row[0]) for row in await cur.fetchall())
+        plan = "\n".join(str(row[0]) for row in await cur.fetchall())
+        return plan, conn.info.backend_pid
 
 
 def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
@@ -133,7 +134,7 @@ def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
     wid = str(api.services.warehouse_for_prefix(api.prefix))
     reader = reader_for(api, connections=1)
 
-    async def scenario() -> tuple[str, str]:
+    async def scenario() -> tuple[tuple[str, int], tuple[str, int]]:
         await reader.open()
         try:
             small = await _head_plan(reader, wid, "t")
@@ -159,7 +160,8 @@ def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
         finally:
             await reader.close()
 
-    small, grown = asyncio.run(scenario())
+    (small, first), (grown, second) = asyncio.run(scenario())
+    assert second != first, "the connection was replaced"
     assert "$1" in small, small  # a generic plan was kept while the warehouse was small
     assert "icelog_tabulars_by_name" in grown, grown
     assert "Filter: ((ns_key" not in grown, grown
