@@ -290,9 +290,10 @@ class TestIdentityProvider:
             held = self._codes.pop(_single(form, "code") or "", None)
         if held is None:
             raise OAuthError(400, "invalid_grant", "unknown or used code")
-        if _single(form, "redirect_uri") != held["redirect_uri"] or _single(
-            form, "client_id"
-        ) != held["client_id"]:
+        if (
+            _single(form, "redirect_uri") != held["redirect_uri"]
+            or _single(form, "client_id") != held["client_id"]
+        ):
             raise OAuthError(400, "invalid_grant", "redirect_uri or client_id differs")
         verifier = (_single(form, "code_verifier") or "").encode()
         digest = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
