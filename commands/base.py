@@ -206,6 +206,7 @@ class CatalogBase(Application[UUID]):
         so the inline projection need not fold them again.
         """
         present = [a for a in aggregates if a is not None]
+        self.saving(present)
         held = held_claim()
         if held is None or held.landed or held.deferred or not present:
             return self._committer.save(present, hints or {})
@@ -218,6 +219,10 @@ class CatalogBase(Application[UUID]):
         position = self._committer.save(present, hints or {})
         held.landed = True
         return position
+
+    def saving(self, aggregates: list[Aggregate]) -> None:
+        """Told of every save before it is made: state a command keeps between requests
+        (optimistic first attempts) is dropped here for the aggregates about to change."""
 
     def _held_record(self, held: HeldClaim) -> IdempotencyRecord:
         """The key this request holds; IdempotentReplay when another request took it over."""

@@ -11,7 +11,7 @@ from typing import Any
 from uuid import RFC_4122, UUID, uuid4
 
 import orjson
-from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.application import AggregateNotFoundError, project_aggregate
 
 from icelog.commands.base import now_ms
 from icelog.commands.group_commit import ConcurrentChange
@@ -136,6 +136,8 @@ class TableCommands(NamespaceCommands):
         self._table_ids: dict[tuple[UUID, TabularName], UUID] = {}
         # Tables as this process last appended them (see commit_table); never mutated.
         self._recent_tables: dict[UUID, Table] = {}
+        # Namespaces as this process's last create in them left them (see create_table).
+        self._recent_namespaces: dict[tuple[UUID, NamespaceName], Namespace] = {}
 
     def _remember_table(self, table: Table) -> None:
         if len(self._recent_tables) > 10_000:
@@ -151,9 +153,35 @@ class TableCommands(NamespaceCommands):
             return None
         return copy.deepcopy(table)
 
+    def _remember_namespace(self, warehouse_id: UUID, ns: Namespace) -> None:
+        if len(self._recent_namespaces) > 10_000:
+            self._recent_namespaces.clear()
+        self._recent_namespaces[(warehouse_id, NamespaceName(tuple(ns.levels)))] = ns
+
+    def saving(self, aggregates: list[Any]) -> None:
+        super().saving(aggregates)
+        for aggregate in aggregates:
+            # Any append to a namespace (a drop of one of its tables, its properties, a
+            # view) makes the copy kept for creates one version behind: forget it, so the
+            # next create reads it rather than losing one attempt to a conflict.
+            if isinstance(aggregate, Namespace) and self._recent_namespaces:
+                key = (aggregate.warehouse_id, NamespaceName(tuple(aggregate.levels)))
+                self._recent_namespaces.pop(key, None)
+
+    def _recent_namespace(self, warehouse_id: UUID, name: NamespaceName) -> Namespace | None:
+        ns = self._recent_namespaces.pop((warehouse_id, name), None)
+        return None if ns is None or ns.dropped else ns
+
     # -- lookups ---------------------------------------------------------------------------
     def _claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
-        return self.get_or_none(tabular_claim_id(warehouse_id, name), NameClaim)
+        """The name's claim, from its events alone: a repository read of a claim it has not
+        cached asks for a snapshot first, one more round trip, and most claims read here
+        are new names with neither (a claim seldom has the 100 events of a snapshot)."""
+        events = list(self.events.get(tabular_claim_id(warehouse_id, name)))
+        if not events:
+            return None
+        found = project_aggregate(None, events)
+        return found if isinstance(found, NameClaim) else None
 
     def find_table(self, warehouse_id: UUID, name: TabularName) -> Table | None:
         # Fast path: the table this name led to last time, if it still has that name.
@@ -266,10 +294,20 @@ class TableCommands(NamespaceCommands):
             raise BadRequestError("Table name must not be empty")
         reject_secret_properties(properties, "Table")
         table_id = uuid4()
+        fresh = stage
 
         def attempt() -> TableState:
+            nonlocal fresh
             warehouse = self.get_warehouse(warehouse_id)
-            ns = self.get_namespace(warehouse_id, name.namespace)
+            # First try on the namespace as this process's last create in it left it,
+            # without reading it: creates in one namespace take turns, and that read was one
+            # of a create's four round trips before its append. Stale state cannot land:
+            # the namespace's next version is then taken and the append conflicts; the
+            # retry reads it. (The name's claim is always read: a taken name answers 409
+            # without a failed append.)
+            recent = None if fresh else self._recent_namespace(warehouse_id, name.namespace)
+            fresh = True
+            ns = recent or self.get_namespace(warehouse_id, name.namespace)
             existing = self._free_claim(warehouse_id, name)
             table_location = self._new_location(warehouse, name, location, table_id)
             metadata = new_table_metadata(
@@ -283,9 +321,11 @@ class TableCommands(NamespaceCommands):
             )
             if stage:
                 return TableState(table_id, None, metadata)
-            return self._append_new_table(
+            state = self._append_new_table(
                 ctx, warehouse, ns, existing, name, table_id, metadata, updates=[]
             )
+            self._remember_namespace(warehouse_id, ns)
+            return state
 
         if stage:  # appends nothing: no turn to take
             return self.retrying(attempt)
