@@ -84,7 +84,7 @@ def test_a_taken_name_is_refused_without_a_failed_append(
     create_table(api, "db", "a")
     seen = count_conflicts(api, monkeypatch)
     recorder = api.services.catalog.recorder
-    head = recorder.max_notification_id()
+    head = recorder.max_notification_id() or 0
     taken = api.post("/namespaces/db/tables", {"name": "a", "schema": SCHEMA})
     assert taken.status_code == 409, taken.text
     create_table(api, "db", "b")
