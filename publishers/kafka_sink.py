@@ -109,7 +109,10 @@ class KafkaSink:
         if remaining:
             raise KafkaException(f"{remaining} message(s) not delivered in time")
         if failures:
-            raise KafkaException(f"{len(failures)} delivery failure(s): {failures[0]}")
+            # Every distinct reason, not just the first: during an outage the first failure
+            # may be a transport error while most messages timed out.
+            reasons = "; ".join(list(dict.fromkeys(failures))[:3])
+            raise KafkaException(f"{len(failures)} delivery failure(s): {reasons}")
 
     async def close(self) -> None:
         if self._producer is not None:
