@@ -20,6 +20,7 @@ from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
+from icelog.api.http import ascii_int
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
 from icelog.api.services import Services, catalog_exists, open_catalog
@@ -256,10 +257,8 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
                 problems.append(f"recorded head {position}:{link} no longer matches the chain")
         if args.expect:
             position_text, _, link = args.expect.partition(":")
-            if (
-                not (position_text.isascii() and position_text.isdigit())
-                or chain.link_at(int(position_text)) != link
-            ):
+            expected = ascii_int(position_text)
+            if expected is None or chain.link_at(expected) != link:
                 problems.append(f"the chain does not contain the expected head {args.expect}")
         print(
             f"checked {verdict.checked} event(s); chain head "
@@ -301,9 +300,8 @@ def _catalog_at(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError:
         print("icelog: --warehouse-id must be a UUID", file=sys.stderr)
         return 2
-    if args.when.isascii() and args.when.isdigit():
-        position, time_us = int(args.when), None
-    else:
+    position, time_us = ascii_int(args.when), None
+    if position is None:
         try:
             moment = datetime.fromisoformat(args.when)
         except ValueError:

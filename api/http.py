@@ -35,6 +35,12 @@ def no_content() -> Response:
     return Response(status_code=204)
 
 
+def ascii_int(text: str) -> int | None:
+    """The non-negative integer `text` spells in ASCII digits, else None: str.isdigit()
+    alone also accepts digits such as "²", which int() then refuses (a 500 once)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def parse_uuid(value: Any, what: str) -> uuid.UUID:
     """An id from a path, query or body; 400 when it is not a UUID."""
     try:

@@ -19,6 +19,7 @@ from starlette.templating import Jinja2Templates
 
 from icelog.api.console import history, session
 from icelog.api.console.calls import ApiError, call, namespace_segment
+from icelog.api.http import ascii_int
 from icelog.api.routes import services
 from icelog.domain.table import Table
 from icelog.domain.view import View
@@ -69,7 +70,7 @@ async def moment_of(request: Request) -> Moment:
     raw = (request.query_params.get("as-of") or "").strip()
     if not raw:
         return Moment(None, None, None)
-    query = {"position": raw} if raw.isascii() and raw.isdigit() else {"time": raw}
+    query = {"position": raw} if ascii_int(raw) is not None else {"time": raw}
     answer = await call(request, "getCatalogAsOf", query={**query, "page-size": 1})
     return Moment(raw, int(answer["position"]), answer.get("time"))
 
@@ -344,10 +345,8 @@ def _storage_body(data: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any] 
 def _delete_profile(data: dict[str, str]) -> dict[str, Any]:
     if data.get("delete-type") == "soft":
         seconds = data.get("expiration-seconds", "") or "0"
-        return {
-            "type": "soft",
-            "expiration-seconds": int(seconds) if seconds.isascii() and seconds.isdigit() else -1,
-        }
+        parsed = ascii_int(seconds)
+        return {"type": "soft", "expiration-seconds": -1 if parsed is None else parsed}
     return {"type": "hard"}
 
 

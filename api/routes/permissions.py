@@ -14,7 +14,7 @@ from icelog.api.auth.authorizer import SERVER, Authorizer, GrantAuthorizer, ance
 from icelog.api.auth.guards import principals, require
 from icelog.api.auth.principal import Principal
 from icelog.api.event_log import Indexer
-from icelog.api.http import context, namespace_from_query, parse_uuid, path_param
+from icelog.api.http import ascii_int, context, namespace_from_query, parse_uuid, path_param
 from icelog.api.models.permissions import (
     AccessQuery,
     Assignment,
@@ -294,9 +294,9 @@ def _indexer(request: Request) -> Indexer:
 
 def _moment(value: str) -> tuple[int | None, int | None]:
     """`as-of`: a log position, or an RFC 3339 time with its offset."""
-    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
-    if value.isascii() and value.isdigit():
-        return int(value), None
+    position = ascii_int(value)
+    if position is not None:
+        return position, None
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
