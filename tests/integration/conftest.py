@@ -53,6 +53,15 @@ class Api:
         return int(self.services.catalog.recorder.max_notification_id() or 0)
 
 
+def replica_settings(api: Api, extra: dict[str, str] | None = None) -> Settings:
+    """Settings of a second server on `api`'s database (PostgreSQL) or file (SQLite)."""
+    env = {"ICELOG_DATA_DIR": str(api.services.settings.data_dir), **(extra or {})}
+    if api.services.settings.database_url:
+        env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
+        env["ICELOG_SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
+    return Settings.from_env(env)
+
+
 def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
     # Tests run background tasks explicitly (Api.run_tasks), never on a timer.
     env = {

@@ -207,14 +207,10 @@ def test_a_client_chosen_table_uuid_never_takes_an_id_the_catalog_derives(db: Ap
     assert create_table(db, "db", "future")["metadata"]["table-uuid"] != str(squatted)
 
 
-def test_concurrent_nested_locations_cannot_both_land(
-    db: Api, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Both creates passed the command's check (read model) before either landed: the
-    second is refused inside the append, and its retry answers 409."""
-    db.post("/namespaces", {"namespace": ["other"]})
-    outer = f"file://{db.warehouse_dir}/shared"
-    create_table(db, "db", "outer", location=outer)
+def stale_location_index_once(db: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The command's own overlap check answers "free" the first time (as if the other
+    table had not landed yet), truthfully after: the append's guard must refuse. The list
+    grows by one per check."""
     index = db.services.catalog.location_index
     calls: list[int] = []
 
@@ -223,6 +219,18 @@ def test_concurrent_nested_locations_cannot_both_land(
         return None if len(calls) == 1 else index(warehouse_id, location)
 
     monkeypatch.setattr(db.services.catalog, "location_index", stale_once)
+    return calls
+
+
+def test_concurrent_nested_locations_cannot_both_land(
+    db: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both creates passed the command's check (read model) before either landed: the
+    second is refused inside the append, and its retry answers 409."""
+    db.post("/namespaces", {"namespace": ["other"]})
+    outer = f"file://{db.warehouse_dir}/shared"
+    create_table(db, "db", "outer", location=outer)
+    calls = stale_location_index_once(db, monkeypatch)
     inner = db.post(
         "/namespaces/other/tables",
         {"name": "inner", "schema": SCHEMA, "location": f"{outer}/inner"},
@@ -242,14 +250,7 @@ def test_a_location_under_a_soft_dropped_table_is_refused_inside_the_append(
     outer = f"file://{db.warehouse_dir}/kept"
     create_table(db, "db", "kept", location=outer)
     assert db.delete("/namespaces/db/tables/kept").status_code == 204
-    index = db.services.catalog.location_index
-    calls: list[int] = []
-
-    def stale_once(warehouse_id: str, location: str) -> str | None:
-        calls.append(1)
-        return None if len(calls) == 1 else index(warehouse_id, location)
-
-    monkeypatch.setattr(db.services.catalog, "location_index", stale_once)
+    calls = stale_location_index_once(db, monkeypatch)
     inner = db.post(
         "/namespaces/db/tables", {"name": "inner", "schema": SCHEMA, "location": f"{outer}/x"}
     )

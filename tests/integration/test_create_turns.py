@@ -11,11 +11,9 @@ from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
 from icelog.api.services import Services
-from icelog.api.settings import Settings
 from icelog.domain.identifiers import NamespaceName, namespace_id
 from icelog.domain.namespace import Namespace
-from tests.integration.conftest import SCHEMA, Api, create_table
-from tests.support.postgres import TEST_SECRETS_KEY
+from tests.integration.conftest import SCHEMA, Api, create_table, replica_settings
 
 
 def count_conflicts(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -35,11 +33,7 @@ def children(api: Api) -> dict[str, int]:
 @pytest.fixture
 def replica(api: Api) -> Iterator[TestClient]:
     """A second server on the same database (PostgreSQL) or file (SQLite)."""
-    env = {"ICELOG_DATA_DIR": str(api.services.settings.data_dir), "ICELOG_TASK_WORKERS": "0"}
-    if api.services.settings.database_url:
-        env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
-        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
-    settings = Settings.from_env(env)
+    settings = replica_settings(api, {"ICELOG_TASK_WORKERS": "0"})
     services = Services.build(settings)
     try:
         with TestClient(create_app(settings, services)) as client:

@@ -14,10 +14,8 @@ from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
 from icelog.api.services import Services
-from icelog.api.settings import Settings
 from icelog.publishers.cloud_events import cloud_event_id
-from tests.integration.conftest import SCHEMA, Api, Authed, create_table
-from tests.support.postgres import TEST_SECRETS_KEY
+from tests.integration.conftest import SCHEMA, Api, Authed, create_table, replica_settings
 
 
 def events(api: Api, body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -254,12 +252,7 @@ def test_a_consumer_rebuilds_every_tables_metadata_location_from_the_events(api:
 def test_outside_the_retention_window_is_gone(api: Api, tmp_path: Path) -> None:
     api.post("/namespaces", {"namespace": ["old"]})
     token = events(api, {"page-size": 1})["continuation-token"]
-    env = {"ICELOG_DATA_DIR": str(api.services.settings.data_dir),
-           "ICELOG_EVENTS_RETENTION_DAYS": str(1.5 / 86_400)}  # 1.5 s  # fmt: skip
-    if api.services.settings.database_url:
-        env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
-        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
-    settings = Settings.from_env(env)
+    settings = replica_settings(api, {"ICELOG_EVENTS_RETENTION_DAYS": str(1.5 / 86_400)})  # 1.5 s
     replica = Services.build(settings)
     try:
         with TestClient(create_app(settings, replica)) as other:

@@ -10,9 +10,7 @@ from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
 from icelog.api.services import Services
-from icelog.api.settings import Settings
-from tests.integration.conftest import Api, create_table
-from tests.support.postgres import TEST_SECRETS_KEY
+from tests.integration.conftest import Api, create_table, replica_settings
 
 
 def key() -> dict[str, str]:
@@ -72,14 +70,7 @@ def test_final_errors_are_replayed_and_keys_are_bound_to_one_request(api: Api) -
 def test_the_record_holds_on_another_replica_and_expires(api: Api, tmp_path: Path) -> None:
     headers = key()
     assert api.post("/namespaces", {"namespace": ["db"]}, headers=headers).status_code == 200
-    env = {
-        "ICELOG_DATA_DIR": str(api.services.settings.data_dir),
-        "ICELOG_IDEMPOTENCY_LIFETIME_SECONDS": "1",
-    }
-    if api.services.settings.database_url:
-        env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
-        env["ICELOG_SECRETS_KEY"] = TEST_SECRETS_KEY
-    settings = Settings.from_env(env)
+    settings = replica_settings(api, {"ICELOG_IDEMPOTENCY_LIFETIME_SECONDS": "1"})
     replica = Services.build(settings)
     try:
         with TestClient(create_app(settings, replica)) as other:
