@@ -155,7 +155,7 @@ def loads(server: TreeServer, clients: int, duration: float) -> dict[str, Any]:
         server.has_table = True
     url = f"{server.catalog}/namespaces/bench/tables/one?snapshots=all"
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{clients}", f"-d{int(duration)}s", "--latency", url],
+        ["wrk", f"-t{min(2, clients)}", f"-c{clients}", f"-d{int(duration)}s", "--latency", url],
         capture_output=True,
         text=True,
         check=True,

@@ -29,6 +29,7 @@ from psycopg import AsyncConnection
 from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.identifiers import NamespaceName
 from icelog.projections.queries import TabularRow
+from icelog.projections.raw_queries import run_prepared, text_array
 
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
@@ -54,6 +55,16 @@ _GROUP_DOCS = (
 )
 # (warehouse id, namespace key, name, kind)
 _Key = tuple[str, str, str, str]
+# The two lookups, prepared on each connection when it opens and run on libpq directly
+# (raw_queries.py): psycopg's cursor cost more CPU than the rest of a loadTable's read.
+HEAD_STATEMENT = b"icelog_load_head"
+_GROUP_STATEMENT = b"icelog_load_group_head"
+_PREPARE = (
+    f"PREPARE {HEAD_STATEMENT.decode()} (text, text, text, text) AS "
+    + _HEAD.replace("?", "${}").format(1, 2, 3, 4),
+    f"PREPARE {_GROUP_STATEMENT.decode()} (text[], text[], text[], text[]) AS "
+    + _GROUP_HEAD.replace("%s", "${}").format(1, 2, 3, 4),
+)
 
 
 class DocumentCache:
@@ -190,7 +201,6 @@ class PostgresTabularReader:
         # A slot is None (not connected yet, or discarded) or a _Slot.
         self._idle: asyncio.Queue[_Slot | None] = asyncio.Queue()
         self._generation = 0
-        self._head = _HEAD.replace("?", "%s")
         self._cache = DocumentCache(cache_bytes)
         self._open = 0
         self._stats = {"requests_num": 0, "connections_errors": 0, "connections_lost": 0}
@@ -246,6 +256,8 @@ class PostgresTabularReader:
                     self._stats["connections_errors"] += 1
                     raise
                 self._open += 1
+                for statement in _PREPARE:
+                    await conn.execute(statement)
                 # Connections opened together would all expire together, each making one
                 # lookup wait for a new connection at the same moment: spread them out.
                 opened, share = now, random.uniform(0.9, 1.1)  # noqa: S311 - not security
@@ -261,6 +273,10 @@ class PostgresTabularReader:
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
+        if "\x00" in name or "\x00" in ns.key:
+            # No stored name holds NUL (PostgreSQL text cannot), and libpq would cut the
+            # parameter there and find another table.
+            return None
         found: asyncio.Future[TabularRow | None] = asyncio.get_running_loop().create_future()
         self._pending.setdefault((warehouse_id, ns.key, name, kind), []).append(found)
         if len(self._running) < self._size:
@@ -326,18 +342,21 @@ class PostgresTabularReader:
 
     async def _lookup(self, keys: list[_Key]) -> dict[_Key, TabularRow]:
         async with self._connection() as conn:
+            heads: dict[_Key, tuple[str | None, ...]]
             if len(keys) == 1:
                 # The plain query: cheaper to plan and to read than the grouped one.
-                cur = await conn.execute(self._head, keys[0])
-                one = await cur.fetchone()
-                heads = {keys[0]: one} if one is not None else {}
+                rows = await run_prepared(conn, HEAD_STATEMENT, keys[0])
+                heads = {keys[0]: rows[0]} if rows else {}
             else:
-                columns = [list(column) for column in zip(*keys, strict=True)]
-                cur = await conn.execute(_GROUP_HEAD, columns)
-                heads = {keys[i - 1]: (tid, loc, ver) for i, tid, loc, ver in await cur.fetchall()}
+                columns = [text_array(column) for column in zip(*keys, strict=True)]
+                rows = await run_prepared(conn, _GROUP_STATEMENT, columns)
+                heads = {keys[int(str(row[0])) - 1]: row[1:] for row in rows}
             found: dict[_Key, TabularRow] = {}
             missing: dict[str, list[_Key]] = {}
-            for key, (tid, location, version) in heads.items():
+            for key, (tid, location, text_version) in heads.items():
+                # Every column is NOT NULL: text, text and a number.
+                assert tid is not None and location is not None and text_version is not None
+                version = int(text_version)
                 data = self._cache.get((tid, version))
                 if data is None:
                     missing.setdefault(tid, []).append(key)

@@ -10,7 +10,7 @@ import pytest
 from psycopg import AsyncConnection
 
 from icelog.domain.identifiers import NamespaceName
-from icelog.projections.fast_reads import PostgresTabularReader
+from icelog.projections.fast_reads import HEAD_STATEMENT, PostgresTabularReader
 from tests.integration.conftest import Api, create_table
 
 pytestmark = pytest.mark.postgres
@@ -109,14 +109,17 @@ def test_a_cancelled_lookup_leaves_its_group_answered(pg_api: Api) -> None:
 
 
 async def _head_plan(reader: PostgresTabularReader, wid: str, name: str) -> tuple[str, int]:
-    """The plan the reader's connection keeps for its lookup by name (psycopg names the
-    statement it prepared after five runs `_pg3_0`), and that connection's backend."""
-    # psycopg prepares on the fifth run; PostgreSQL makes five plans for the values given,
-    # then may keep one generic plan (shown with $1): 12 runs get there.
+    """The plan the reader's connection keeps for its lookup by name (the statement it
+    prepared when it opened), and that connection's backend."""
+    # PostgreSQL makes five plans for the values given, then may keep one generic plan
+    # (shown with $1): 12 runs get there.
     for _ in range(12):
         assert await reader.load_tabular(wid, NS, name, "table") is not None
     async with reader._connection() as conn:
-        cur = await conn.execute(f"EXPLAIN EXECUTE _pg3_0('{wid}', '{NS.key}', '{name}', 'table')")
+        statement = HEAD_STATEMENT.decode()
+        cur = await conn.execute(
+            f"EXPLAIN EXECUTE {statement}('{wid}', '{NS.key}', '{name}', 'table')"
+        )
         plan = "\n".join(str(row[0]) for row in await cur.fetchall())
         return plan, conn.info.backend_pid
 
@@ -165,3 +168,38 @@ def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
     assert "$1" in small, small  # a generic plan was kept while the warehouse was small
     assert "icelog_tabulars_by_name" in grown, grown
     assert "Filter: ((ns_key" not in grown, grown
+
+
+def test_names_that_need_quoting_are_found_in_a_group_and_nul_finds_nothing(pg_api: Api) -> None:
+    """The grouped lookup sends each column as one text[] literal (raw_queries.py): every
+    character a name may hold must reach PostgreSQL as it was, and a name with NUL (which
+    libpq would cut short, finding the table of the name before it) finds nothing."""
+    api = pg_api
+    namespace = 'n "q" \\ ,{}'
+    api.post("/namespaces", {"namespace": [namespace]})
+    tricky = ['a"b', "c\\d", "e,f", "{g}", "NULL", "h i", "ü€😀", "'", "a"]
+    created = {name: create_table(api, namespace, name) for name in tricky}
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    ns = NamespaceName((namespace,))
+    reader = reader_for(api, connections=1)
+    asked = [*tricky, "a\x00b", "a\\", 'a"'] * 2
+
+    async def work() -> list[Any]:
+        return list(
+            await asyncio.gather(*(reader.load_tabular(wid, ns, n, "table") for n in asked))
+        )
+
+    rows = run(reader, work)
+    for name, row in zip(asked, rows, strict=True):
+        if name in created:
+            assert row is not None, name
+            assert row.id == created[name]["metadata"]["table-uuid"], name
+        else:
+            assert row is None, name
+    assert reader.group_stats()["queries"] < len(asked)  # they were grouped
+    # Alone (the single-lookup statement); the API refuses such a name before any read.
+    lone = reader_for(api)
+    assert run(lone, lambda: lone.load_tabular(wid, ns, "a\x00b", "table")) is None
+    response = api.get("/namespaces/n%20%22q%22%20%5C%20%2C%7B%7D/tables/a%00b")
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["type"] == "BadRequestException"
