@@ -242,13 +242,25 @@ async def _check(
     await run_in_threadpool(guard, request, body, query)
 
 
+async def guard_request(
+    operation: Operation, request: Request, kwargs: dict[str, Any]
+) -> Authorizer | None:
+    """Check the operation's guard for this request (its parsed `body` / `query` in
+    kwargs); the app's authorizer, for what else the caller does with it."""
+    authorizer: Authorizer | None = getattr(request.app.state, "authorizer", None)
+    guard = operation.guard
+    if guard is not None and authorizer is not None and authorizer.enabled:
+        # Without a provider (AllowAll) nothing is checked and nothing is read.
+        route = (operation.method, operation.path)
+        await _guarded(guard, authorizer, route, request, kwargs.get("body"), kwargs.get("query"))
+    return authorizer
+
+
 def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
     """The Starlette endpoint of an operation."""
     handler = operation.handler
     is_async = inspect.iscoroutinefunction(handler)
     body_model, query_model = operation.body, operation.query
-    guard = operation.guard
-    route = (operation.method, operation.path)
     forgets = operation.method == "DELETE" or (
         operation.method == "POST" and operation.path.endswith(_RENAMING_PATHS)
     )
@@ -261,12 +273,7 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
             )
         if query_model is not None:
             kwargs["query"] = parse_query(query_model, request)
-        authorizer = getattr(request.app.state, "authorizer", None)
-        if guard is not None and authorizer is not None and authorizer.enabled:
-            # Without a provider (AllowAll) nothing is checked and nothing is read.
-            await _guarded(
-                guard, authorizer, route, request, kwargs.get("body"), kwargs.get("query")
-            )
+        authorizer = await guard_request(operation, request, kwargs)
         if forgets and authorizer is not None and authorizer.enabled:
             # A name may change its object here: checks must not go on with what the cache
             # says it was. After the handler, and also when it fails.

@@ -206,7 +206,9 @@ class PostgresTabularReader:
         self._open = 0
         self._stats = {"requests_num": 0, "connections_errors": 0, "connections_lost": 0}
         self._pending: dict[_Key, list[asyncio.Future[TabularRow | None]]] = {}
-        self._running: set[asyncio.Task[None]] = set()
+        # The groups being answered, by serial number (their task finds itself by it).
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._serials = itertools.count()
         self._group_stats = {"queries": 0, "lookups": 0}
 
     async def open(self) -> None:
@@ -216,7 +218,7 @@ class PostgresTabularReader:
 
     async def close(self) -> None:
         if self._running:
-            await asyncio.gather(*self._running, return_exceptions=True)
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
         while not self._idle.empty():
             slot = self._idle.get_nowait()
             if slot is not None:
@@ -290,10 +292,13 @@ class PostgresTabularReader:
             return
         keys = list(itertools.islice(self._pending, self.MAX_GROUP))
         group = {key: self._pending.pop(key) for key in keys}
-        task = asyncio.get_running_loop().create_task(self._run_group(group))
-        self._running.add(task)
+        serial = next(self._serials)
+        task = asyncio.get_running_loop().create_task(self._run_group(group, serial))
+        self._running[serial] = task
 
-    async def _run_group(self, group: dict[_Key, list[asyncio.Future[TabularRow | None]]]) -> None:
+    async def _run_group(
+        self, group: dict[_Key, list[asyncio.Future[TabularRow | None]]], serial: int
+    ) -> None:
         try:
             rows = await self._answer(list(group))
         except Exception as exc:
@@ -312,9 +317,7 @@ class PostgresTabularReader:
                     if not waiter.done():  # a cancelled request (client gone, timeout)
                         waiter.set_result(rows.get(key))
         finally:
-            task = asyncio.current_task()
-            if task is not None:
-                self._running.discard(task)
+            self._running.pop(serial, None)
             # Lookups that arrived while every connection was busy go next.
             if self._pending and len(self._running) < self._size:
                 self._start_group()

@@ -147,25 +147,44 @@ def create_table(request: Request, body: CreateTableRequest) -> bytes:
 
 
 async def load_table(request: Request) -> Response:
+    answer = await load_table_answer(request)
+    if answer is None:
+        return no_content()  # HEAD: the table exists
+    status, body, etag = answer
+    headers = {"ETag": etag} if etag else None
+    if status == 304:
+        return Response(status_code=304, headers=headers)
+    return raw_json_response(body, headers=headers)
+
+
+# The query strings engines send (or none): read without parsing the query.
+_PLAIN_QUERIES = {b"": "all", b"snapshots=all": "all", b"snapshots=refs": "refs"}
+
+
+async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] | None:
+    """loadTable as (status, body, ETag): 200 with the LoadTableResult, or 304 when the
+    client holds this version; None for HEAD (it exists). Shared by the route and its
+    hot lane (api/hot_load.py), which sends it without building a Response."""
     svc = services(request)
     name = _name(request)
     wid = svc.warehouse_for_prefix(prefix(request))
-    warehouse_id = str(wid)
-    row = await svc.reader.load_tabular(warehouse_id, name.namespace, name.name, "table")
+    row = await svc.reader.load_tabular(str(wid), name.namespace, name.name, "table")
     if row is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
     if request.method == "HEAD":
-        return no_content()
+        return None
     # The query is read here rather than by a model: this is the hot path, and the one
     # parameter's rule is `LoadTableQuery`'s (documented there).
-    mode = request.query_params.get("snapshots") or "all"
+    mode = _PLAIN_QUERIES.get(request.scope["query_string"])
+    if mode is None:
+        mode = request.query_params.get("snapshots") or "all"
     if mode not in ("all", "refs"):
         raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
     access = await _access_for_row(request, wid, name, row.id)
     # Vended credentials expire: such a response must not be answered with 304 later.
     etag = None if access.vended else _etag(row.id, row.version, mode)
     if etag is not None and request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers={"ETag": etag})
+        return 304, b"", etag
     metadata = row.metadata
     if mode == "refs":
         metadata = orjson.dumps(_refs_only(orjson.loads(metadata)))
@@ -179,7 +198,7 @@ async def load_table(request: Request) -> Response:
         + b","
         + orjson.dumps(fields)[1:]
     )
-    return raw_json_response(body, headers={"ETag": etag} if etag else None)
+    return 200, body, etag
 
 
 async def _access_for_row(
