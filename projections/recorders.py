@@ -22,6 +22,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
+from icelog.projections import pg_binary
 from icelog.projections.catalog_view import CatalogView
 from icelog.projections.schema import create_statements
 from icelog.projections.sql import harden_postgres_datastore
@@ -57,10 +58,11 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
         super().__init__(datastore, events_table_name=events_table_name)
         self.sql_create_statements.extend(SQL(s).format() for s in create_statements("postgres"))
         self.sql_create_statements.append(self.append_commits_function())
+        # Every parameter arrives in binary form, packed by pg_binary.
         self._append_commits = SQL(
-            "SELECT * FROM {schema}.icelog_append_commits("
-            "%s, %s::text[], %s::text[], %b::bytea[], %s::bigint[], %s::text[])"
+            "SELECT * FROM {schema}.icelog_append_commits(%b, %b, %b, %b, %b, %b)"
         ).format(schema=Identifier(datastore.schema))
+        self._event_type_oids: tuple[int, int] | None = None  # the composite, its array
 
     def append_commits_function(self) -> Composed:
         """The append of a batch of plain commits as ONE statement (see `insert_events`):
@@ -122,20 +124,48 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
     def _insert_commits(
         self, stored_events: Sequence[StoredEvent], rows: dict[str, tuple[str, bytes, int, str]]
     ) -> list[int]:
-        events = [
-            self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
-            for e in stored_events
-        ]
         locations, documents, versions, stamps = (
             list(column) for column in zip(*rows.values(), strict=True)
         )
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+            type_oid, array_oid = self._event_types(cur)
+            events = pg_binary.stored_events_array(
+                ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
+                type_oid=type_oid,
+                array_oid=array_oid,
+                id_is_uuid=self.datastore.originator_id_type == "uuid",
+            )
+            pg_binary.register(cur.adapters)
             cur.execute(
                 self._append_commits,
-                (events, list(rows), locations, documents, versions, stamps),
+                (
+                    events,
+                    pg_binary.text_array(rows),
+                    pg_binary.text_array(locations),
+                    pg_binary.bytea_array(documents),
+                    pg_binary.int8_array(versions),
+                    pg_binary.text_array(stamps),
+                ),
                 prepare=True,
             )
             return [int(row[0]) for row in cur.fetchall()]
+
+    def _event_types(self, cur: Cursor[Any]) -> tuple[int, int]:
+        """The oids of the event store's composite type and of its array type."""
+        if self._event_type_oids is None:
+            cur.execute(
+                "SELECT t.oid, t.typarray FROM pg_type t "
+                "JOIN pg_namespace n ON n.oid = t.typnamespace "
+                "WHERE n.nspname = %s AND t.typname = %s",
+                (self.datastore.schema, self.stored_event_type_name),
+            )
+            found = cur.fetchone()
+            if found is None:
+                raise psycopg.ProgrammingError(
+                    f"the type {self.stored_event_type_name} is missing from the event store"
+                )
+            self._event_type_oids = (int(found[0]), int(found[1]))
+        return self._event_type_oids
 
     def _notify_channel(self, curs: Cursor[DictRow]) -> None:
         """No NOTIFY: nothing in icelog LISTENs (relays and indexers follow the log by
