@@ -209,6 +209,7 @@ class PostgresTabularReader:
         # The groups being answered, by serial number (their task finds itself by it).
         self._running: dict[int, asyncio.Task[None]] = {}
         self._serials = itertools.count()
+        self._inline = 0  # lookups running in their request's task (see load_tabular)
         self._group_stats = {"queries": 0, "lookups": 0}
 
     async def open(self) -> None:
@@ -236,42 +237,63 @@ class PostgresTabularReader:
         """Queries run and lookups they answered (lookups / queries = the mean group)."""
         return dict(self._group_stats)
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
+    async def _checkout(self) -> _Slot:
+        """An idle connection (waiting for one if all are busy), replaced first when it is
+        of an older generation or past its age, or opened if the slot holds none."""
         slot = await self._idle.get()
         self._stats["requests_num"] += 1
-        conn: AsyncConnection[tuple[Any, ...]] | None = None
-        generation = self._generation
         now = asyncio.get_running_loop().time()
-        opened, share = now, 1.0
+        generation = self._generation
         try:
             if slot is not None:
                 conn, born, opened, share = slot
-                if born != self._generation or conn.closed or now - opened > self.MAX_AGE_S * share:
-                    # Opened before a connection failure, or too long ago: replace it
-                    # (see the class doc).
-                    old, conn = conn, None
-                    await self._discard(old)
-            if conn is None:
-                try:
-                    conn = await AsyncConnection.connect(**self._conninfo)
-                except psycopg.Error:
-                    self._stats["connections_errors"] += 1
-                    raise
-                self._open += 1
+                if (
+                    born == generation
+                    and not conn.closed
+                    and now - opened <= self.MAX_AGE_S * share
+                ):
+                    return slot
+                # Opened before a connection failure, or too long ago: replace it (see the
+                # class doc).
+                slot = None
+                await self._discard(conn)
+            try:
+                conn = await AsyncConnection.connect(**self._conninfo)
+            except psycopg.Error:
+                self._stats["connections_errors"] += 1
+                raise
+            self._open += 1
+            try:
                 for statement in _PREPARE:
                     await conn.execute(statement)
-                # Connections opened together would all expire together, each making one
-                # lookup wait for a new connection at the same moment: spread them out.
-                opened, share = now, random.uniform(0.9, 1.1)  # noqa: S311 - not security
-            yield conn
+            except BaseException:
+                await self._discard(conn)
+                raise
+            # Connections opened together would all expire together, each making one lookup
+            # wait for a new connection at the same moment: spread them out.
+            return (conn, generation, now, random.uniform(0.9, 1.1))  # noqa: S311 - not security
         except BaseException:
-            if conn is not None:
-                old, conn = conn, None
-                await self._discard(old)
+            self._idle.put_nowait(None)  # the slot stays, empty: the next use connects
             raise
-        finally:
-            self._idle.put_nowait(None if conn is None else (conn, generation, opened, share))
+
+    async def _give_back(self, slot: _Slot, *, broken: bool) -> None:
+        """Return a checked-out connection; one whose query failed or was cancelled half-way
+        is in an unknown state, so it is closed and its slot left empty."""
+        if broken:
+            self._idle.put_nowait(None)
+            await self._discard(slot[0])
+        else:
+            self._idle.put_nowait(slot)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
+        slot = await self._checkout()
+        try:
+            yield slot[0]
+        except BaseException:
+            await self._give_back(slot, broken=True)
+            raise
+        await self._give_back(slot, broken=False)
 
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
@@ -280,9 +302,21 @@ class PostgresTabularReader:
             # No stored name holds NUL (PostgreSQL text cannot), and libpq would cut the
             # parameter there and find another table.
             return None
+        key = (warehouse_id, ns.key, name, kind)
+        if not self._pending and len(self._running) + self._inline < self._size:
+            # Nothing waits and a connection is free: this lookup is a group of one, run in
+            # the request's own task (a task of its own cost a loop turn and a hand-off).
+            self._inline += 1
+            try:
+                return (await self._answer([key])).get(key)
+            finally:
+                self._inline -= 1
+                # Lookups that arrived meanwhile go next.
+                if self._pending and len(self._running) + self._inline < self._size:
+                    self._start_group()
         found: asyncio.Future[TabularRow | None] = asyncio.get_running_loop().create_future()
-        self._pending.setdefault((warehouse_id, ns.key, name, kind), []).append(found)
-        if len(self._running) < self._size:
+        self._pending.setdefault(key, []).append(found)
+        if len(self._running) + self._inline < self._size:
             self._start_group()
         return await found
 
@@ -319,7 +353,7 @@ class PostgresTabularReader:
         finally:
             self._running.pop(serial, None)
             # Lookups that arrived while every connection was busy go next.
-            if self._pending and len(self._running) < self._size:
+            if self._pending and len(self._running) + self._inline < self._size:
                 self._start_group()
 
     async def _answer(self, keys: list[_Key]) -> dict[_Key, TabularRow]:
@@ -345,34 +379,45 @@ class PostgresTabularReader:
         self._stats["connections_lost"] += 1
 
     async def _lookup(self, keys: list[_Key]) -> dict[_Key, TabularRow]:
-        async with self._connection() as conn:
-            heads: dict[_Key, tuple[str | None, ...]]
-            if len(keys) == 1:
-                # The plain query: cheaper to plan and to read than the grouped one.
-                rows = await run_prepared(conn, HEAD_STATEMENT, keys[0])
-                heads = {keys[0]: rows[0]} if rows else {}
+        slot = await self._checkout()
+        try:
+            found = await self._query(slot[0], keys)
+        except BaseException:
+            await self._give_back(slot, broken=True)
+            raise
+        await self._give_back(slot, broken=False)
+        return found
+
+    async def _query(
+        self, conn: AsyncConnection[tuple[Any, ...]], keys: list[_Key]
+    ) -> dict[_Key, TabularRow]:
+        heads: dict[_Key, tuple[str | None, ...]]
+        if len(keys) == 1:
+            # The plain query: cheaper to plan and to read than the grouped one.
+            rows = await run_prepared(conn, HEAD_STATEMENT, keys[0])
+            heads = {keys[0]: rows[0]} if rows else {}
+        else:
+            columns = [text_array(column) for column in zip(*keys, strict=True)]
+            rows = await run_prepared(conn, _GROUP_STATEMENT, columns)
+            heads = {keys[int(str(row[0])) - 1]: row[1:] for row in rows}
+        found: dict[_Key, TabularRow] = {}
+        missing: dict[str, list[_Key]] = {}
+        for key, (tid, location, text_version) in heads.items():
+            # Every column is NOT NULL: text, text and a number.
+            assert tid is not None and location is not None and text_version is not None
+            version = int(text_version)
+            data = self._cache.get((tid, version))
+            if data is None:
+                missing.setdefault(tid, []).append(key)
             else:
-                columns = [text_array(column) for column in zip(*keys, strict=True)]
-                rows = await run_prepared(conn, _GROUP_STATEMENT, columns)
-                heads = {keys[int(str(row[0])) - 1]: row[1:] for row in rows}
-            found: dict[_Key, TabularRow] = {}
-            missing: dict[str, list[_Key]] = {}
-            for key, (tid, location, text_version) in heads.items():
-                # Every column is NOT NULL: text, text and a number.
-                assert tid is not None and location is not None and text_version is not None
-                version = int(text_version)
-                data = self._cache.get((tid, version))
-                if data is None:
-                    missing.setdefault(tid, []).append(key)
-                else:
-                    found[key] = TabularRow(tid, location, data, version)
-            if missing:
-                # Binary format: bytea in text format is hex, twice the size to decode.
-                cur = await conn.execute(_GROUP_DOCS, (list(missing),), binary=True)
-                for tid, data, version, location in await cur.fetchall():
-                    row = TabularRow(tid, location, bytes(data), version)
-                    self._cache.put((tid, version), row.metadata)
-                    for key in missing[tid]:
-                        found[key] = row
-                # An id not returned was dropped between the two reads: not found.
+                found[key] = TabularRow(tid, location, data, version)
+        if missing:
+            # Binary format: bytea in text format is hex, twice the size to decode.
+            cur = await conn.execute(_GROUP_DOCS, (list(missing),), binary=True)
+            for tid, data, version, location in await cur.fetchall():
+                row = TabularRow(tid, location, bytes(data), version)
+                self._cache.put((tid, version), row.metadata)
+                for key in missing[tid]:
+                    found[key] = row
+            # An id not returned was dropped between the two reads: not found.
         return found

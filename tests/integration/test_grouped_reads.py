@@ -203,3 +203,29 @@ def test_names_that_need_quoting_are_found_in_a_group_and_nul_finds_nothing(pg_a
     response = api.get("/namespaces/n%20%22q%22%20%5C%20%2C%7B%7D/tables/a%00b")
     assert response.status_code == 400, response.text
     assert response.json()["error"]["type"] == "BadRequestException"
+
+
+def test_a_lookup_cancelled_during_its_own_query_leaves_the_reader_working(pg_api: Api) -> None:
+    """A lone lookup runs its query in the request's task: cancelling it mid-query (the
+    request's task is cancelled at shutdown) leaves the connection in an unknown state, so
+    it is closed, and the next lookup gets a new one."""
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    created = create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    reader = reader_for(api, connections=1)
+
+    async def work() -> Any:
+        assert await reader.load_tabular(wid, NS, "t", "table") is not None  # connected
+        lone = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+        await asyncio.sleep(0)  # its query is sent; the answer is not read yet
+        lone.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await lone
+        opened = reader.pool_stats()["pool_size"]
+        again = await reader.load_tabular(wid, NS, "t", "table")
+        return opened, again
+
+    opened, again = run(reader, work)
+    assert opened == 0  # the interrupted connection was closed
+    assert again is not None and again.metadata_location == created["metadata-location"]
