@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Literal, cast
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -36,6 +35,7 @@ from icelog.api.auth.authorizer import (
     from_cache_only,
     watching_staleness,
 )
+from icelog.api.threads import run_in_thread
 from icelog.domain.errors import BadRequestError
 from icelog.domain.json_limits import check_json_depth
 
@@ -239,7 +239,7 @@ async def _check(
             return
         except WouldRead:
             pass  # something was not cached: ask again where reading may block
-    await run_in_threadpool(guard, request, body, query)
+    await run_in_thread(guard, request, body, query)
 
 
 async def guard_request(
@@ -288,9 +288,7 @@ def serve(operation: Operation) -> Callable[[Request], Awaitable[Response]]:
         if is_async:
             result = await cast(Callable[..., Awaitable[Result]], handler)(request, **kwargs)
         else:
-            result = await run_in_threadpool(
-                cast(Callable[..., Result], handler), request, **kwargs
-            )
+            result = await run_in_thread(cast(Callable[..., Result], handler), request, **kwargs)
         return render(result, operation.status)
 
     endpoint.__name__ = handler.__name__

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -36,6 +35,7 @@ from icelog.api.http import context, json_response, namespace_param, path_param
 from icelog.api.routes import prefix, services
 from icelog.api.routes.tables import table_access
 from icelog.api.services import Services
+from icelog.api.threads import run_in_thread
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
     BadRequestError,
@@ -141,7 +141,7 @@ class KeyedRequest:
         await self.request.body()
         deadline = time.monotonic() + self.wait_s
         while True:
-            attempt = await run_in_threadpool(
+            attempt = await run_in_thread(
                 self.svc.catalog.claim_idempotency,
                 self.ctx,
                 key=self.key,
@@ -186,7 +186,7 @@ class KeyedRequest:
             release_hold(binding)  # before the key's own appends: they land nothing
         if unexpected is not None:
             # Not final (a 500): free the key for a retry unless the command landed.
-            await run_in_threadpool(
+            await run_in_thread(
                 self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
             )
             raise unexpected
@@ -194,7 +194,7 @@ class KeyedRequest:
         try:
             if status < 500 and status not in _NOT_FINAL:
                 body, location = _recordable(bytes(response.body))
-                recorded = await run_in_threadpool(
+                recorded = await run_in_thread(
                     self.svc.catalog.complete_idempotency,
                     self.ctx,
                     key=self.key,
@@ -206,7 +206,7 @@ class KeyedRequest:
                 if recorded is not None and recorded.claim_token != self.token:
                     return None  # taken over: the other request's outcome is the answer
             else:
-                await run_in_threadpool(
+                await run_in_thread(
                     self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
                 )
         except Exception:
@@ -229,7 +229,7 @@ class KeyedRequest:
             return None  # its request is most likely recording its answer right now
         body = _landed_body(self.request, await self._request_json(), record.landed_location)
         status = 204 if body is None else 200
-        recorded = await run_in_threadpool(
+        recorded = await run_in_thread(
             self.svc.catalog.complete_idempotency,
             self.ctx,
             key=self.key,
@@ -250,7 +250,7 @@ class KeyedRequest:
             return Response(body.encode(), status_code=status, media_type="application/json")
         warehouse_id = self.svc.warehouse_for_prefix(prefix(self.request))
         if metadata_location is not None:
-            answer["metadata"] = await run_in_threadpool(
+            answer["metadata"] = await run_in_thread(
                 self.svc.catalog.metadata_document, warehouse_id, metadata_location
             )
         document = answer.get("metadata") or {}
@@ -260,7 +260,7 @@ class KeyedRequest:
             if _is_view_route(self.request) or name is None:
                 answer["config"] = {}
             else:
-                access = await run_in_threadpool(
+                access = await run_in_thread(
                     table_access, self.request, warehouse_id, name, str(document["location"])
                 )
                 answer |= access.response_fields()

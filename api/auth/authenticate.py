@@ -12,12 +12,12 @@ import time
 from typing import Any
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from icelog.api.auth.oidc import IdentityProviderUnavailable, OidcProvider, TokenVerifier
 from icelog.api.auth.principal import InvalidToken, Principal
 from icelog.api.settings import AuthSettings
+from icelog.api.threads import run_in_thread
 from icelog.commands.users import BY_CALL, UserFacts
 from icelog.domain.context import RequestContext
 
@@ -138,12 +138,12 @@ async def provision(scope: Scope, principal: Principal, known: KnownUsers) -> No
         return
     services: Any = scope["app"].state.services
     # The primary's read model: what the provisioning command decides on.
-    row = await run_in_threadpool(services.primary.user, principal.user_id)
+    row = await run_in_thread(services.primary.user, principal.user_id)
     facts = _facts(principal)
     if row is None or (row["name"], row["email"], row["user-type"]) != facts:
         ctx = RequestContext(actor=principal.user_id, request_id="")
         user = UserFacts(principal.user_id, *facts)
-        await run_in_threadpool(services.catalog.provision_user, ctx, user, how=BY_CALL)
+        await run_in_thread(services.catalog.provision_user, ctx, user, how=BY_CALL)
     known.remember(principal, now)
 
 

@@ -16,11 +16,11 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from icelog.api.auth.oidc import IdentityProviderUnavailable, TokenVerifier
+from icelog.api.threads import run_in_thread
 
 CLIENT_CREDENTIALS = "client_credentials"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105 - a URN
@@ -72,7 +72,7 @@ async def tokens(request: Request) -> Response:
     if endpoint is None:
         return oauth_error(503, "invalid_request", "the identity provider cannot be reached")
     authorization = request.headers.get("authorization")
-    status, answer = await run_in_threadpool(forward, endpoint, form, authorization)
+    status, answer = await run_in_thread(forward, endpoint, form, authorization)
     return Response(orjson.dumps(answer), status_code=status, media_type="application/json")
 
 

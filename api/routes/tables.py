@@ -6,7 +6,6 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -35,6 +34,7 @@ from icelog.api.models.catalog import (
 )
 from icelog.api.routes import prefix, services
 from icelog.api.storage_access import TableAccess
+from icelog.api.threads import run_in_thread
 from icelog.commands.catalog import TableState
 from icelog.domain.errors import (
     BadRequestError,
@@ -219,7 +219,7 @@ async def _access_for_row(
             raise NoSuchTableError(f"Table does not exist: {name.dotted}")
         return table_access(request, warehouse_id, name, location)
 
-    return await run_in_threadpool(build)
+    return await run_in_thread(build)
 
 
 def commit_table(request: Request, body: CommitTableRequest) -> bytes:
