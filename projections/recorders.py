@@ -25,7 +25,7 @@ from psycopg.sql import SQL, Composed, Identifier
 from icelog.projections import pg_binary
 from icelog.projections.catalog_view import CatalogView
 from icelog.projections.schema import create_statements
-from icelog.projections.sql import harden_postgres_datastore
+from icelog.projections.sql import HeldConnection, harden_postgres_datastore
 
 _ABORT = "DO $$ BEGIN RAISE EXCEPTION 'icelog: the read-model update failed'; END $$"
 
@@ -63,6 +63,16 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             "SELECT * FROM {schema}.icelog_append_commits(%b, %b, %b, %b, %b, %b)"
         ).format(schema=Identifier(datastore.schema))
         self._event_type_oids: tuple[int, int] | None = None  # the composite, its array
+        # The group committer's own connection for plain commits (see HeldConnection); it
+        # goes back to the pool before the pool closes.
+        self._append_connection = HeldConnection(datastore)
+        close_pool = datastore.close
+
+        def close() -> None:
+            self._append_connection.release()
+            close_pool()
+
+        datastore.close = close  # type: ignore[method-assign]
 
     def append_commits_function(self) -> Composed:
         """The append of a batch of plain commits as ONE statement (see `insert_events`):
@@ -127,7 +137,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
         locations, documents, versions, stamps = (
             list(column) for column in zip(*rows.values(), strict=True)
         )
-        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+        with self._append_connection.use() as conn, conn.cursor(row_factory=tuple_row) as cur:
             type_oid, array_oid = self._event_types(cur)
             events = pg_binary.stored_events_array(
                 ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),

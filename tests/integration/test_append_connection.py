@@ -1,0 +1,75 @@
+"""The group committer's plain-commit appends keep one connection out of the pool
+(projections/sql.py HeldConnection): reused across appends, replaced when it dies, when a
+statement on it fails and when it is old, and given back before the pool closes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from icelog.projections.recorders import InlinePostgresRecorder
+from icelog.projections.sql import HeldConnection
+from tests.integration.conftest import Api, create_table
+from tests.integration.test_tables_api import append
+
+pytestmark = pytest.mark.postgres
+
+
+def _held(api: Api) -> HeldConnection:
+    recorder = api.services.catalog.recorder
+    assert isinstance(recorder, InlinePostgresRecorder)
+    return recorder._append_connection
+
+
+def _held_pid(api: Api) -> int | None:
+    held: Any = _held(api)._held
+    return None if held is None else int(held[1].info.backend_pid)
+
+
+def _commit_n(api: Api, first: int, n: int, parent: int | None) -> int | None:
+    for i in range(first, first + n):
+        response = append(api, "db", "t", i, i, parent)
+        assert response.status_code == 200, response.text
+        parent = i
+    return parent
+
+
+def test_appends_share_one_connection_which_is_replaced_when_it_dies(pg_api: Api) -> None:
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    parent = _commit_n(api, 1, 3, None)
+    pid = _held_pid(api)
+    assert pid is not None
+    parent = _commit_n(api, 4, 3, parent)
+    assert _held_pid(api) == pid  # the same connection for every append
+
+    url = api.services.settings.database_url
+    assert url is not None
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    # The next commit finds it dead before using it: no error, a new connection.
+    parent = _commit_n(api, 7, 2, parent)
+    assert _held_pid(api) not in (None, pid)
+    rows = api.get("/namespaces/db/tables/t").json()["metadata"]["snapshots"]
+    assert [s["snapshot-id"] for s in rows] == list(range(1, 9))
+
+
+def test_an_old_connection_is_replaced_and_closing_gives_it_back(pg_api: Api) -> None:
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    parent = _commit_n(api, 1, 2, None)
+    pid = _held_pid(api)
+    held = _held(api)
+    held._max_age_s = 0.0
+    _commit_n(api, 3, 1, parent)
+    assert _held_pid(api) not in (None, pid)
+    pool = api.services.catalog.recorder.datastore.pool  # type: ignore[attr-defined]
+    out_before = pool.get_stats()["pool_size"] - pool.get_stats()["pool_available"]
+    held.release()
+    assert _held_pid(api) is None
+    stats = pool.get_stats()
+    assert stats["pool_size"] - stats["pool_available"] == out_before - 1
