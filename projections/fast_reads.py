@@ -28,8 +28,9 @@ from psycopg import AsyncConnection
 
 from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.identifiers import NamespaceName
+from icelog.projections.pg_binary import TEXT, TEXT_ARRAY
 from icelog.projections.queries import TabularRow
-from icelog.projections.raw_queries import run_prepared, text_array
+from icelog.projections.raw_queries import prepare, run_prepared, text_array
 
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
@@ -60,10 +61,8 @@ _Key = tuple[str, str, str, str]
 HEAD_STATEMENT = b"icelog_load_head"
 _GROUP_STATEMENT = b"icelog_load_group_head"
 _PREPARE = (
-    f"PREPARE {HEAD_STATEMENT.decode()} (text, text, text, text) AS "
-    + _HEAD.replace("?", "${}").format(1, 2, 3, 4),
-    f"PREPARE {_GROUP_STATEMENT.decode()} (text[], text[], text[], text[]) AS "
-    + _GROUP_HEAD.replace("%s", "${}").format(1, 2, 3, 4),
+    (HEAD_STATEMENT, _HEAD.replace("?", "${}").format(1, 2, 3, 4), [TEXT] * 4),
+    (_GROUP_STATEMENT, _GROUP_HEAD.replace("%s", "${}").format(1, 2, 3, 4), [TEXT_ARRAY] * 4),
 )
 
 
@@ -210,6 +209,7 @@ class PostgresTabularReader:
         self._running: dict[int, asyncio.Task[None]] = {}
         self._serials = itertools.count()
         self._inline = 0  # lookups running in their request's task (see load_tabular)
+        self._inline_done: asyncio.Event | None = None  # close() waits on it for them
         self._group_stats = {"queries": 0, "lookups": 0}
 
     async def open(self) -> None:
@@ -218,6 +218,9 @@ class PostgresTabularReader:
             self._idle.put_nowait(None)
 
     async def close(self) -> None:
+        if self._inline:  # lookups running in their requests' tasks hold connections too
+            self._inline_done = asyncio.Event()
+            await self._inline_done.wait()
         if self._running:
             await asyncio.gather(*self._running.values(), return_exceptions=True)
         while not self._idle.empty():
@@ -264,8 +267,8 @@ class PostgresTabularReader:
                 raise
             self._open += 1
             try:
-                for statement in _PREPARE:
-                    await conn.execute(statement)
+                for name, statement, types in _PREPARE:
+                    await prepare(conn, name, statement, types)
             except BaseException:
                 await self._discard(conn)
                 raise
@@ -311,6 +314,8 @@ class PostgresTabularReader:
                 return (await self._answer([key])).get(key)
             finally:
                 self._inline -= 1
+                if not self._inline and self._inline_done is not None:
+                    self._inline_done.set()
                 # Lookups that arrived meanwhile go next.
                 if self._pending and len(self._running) + self._inline < self._size:
                     self._start_group()

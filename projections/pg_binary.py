@@ -70,8 +70,9 @@ def _sized(data: bytes) -> bytes:
     return _LENGTH.pack(len(data)) + data
 
 
-def text_array(values: Iterable[str]) -> Encoded:
-    return _array(TEXT, TEXT_ARRAY, [_sized(v.encode()) for v in values])
+def text_array(values: Iterable[str], encoding: str = "utf-8") -> Encoded:
+    """Text in binary form is the client encoding's bytes (psycopg's own dumper does so)."""
+    return _array(TEXT, TEXT_ARRAY, [_sized(v.encode(encoding)) for v in values])
 
 
 def bytea_array(values: Iterable[bytes]) -> Encoded:
@@ -88,6 +89,7 @@ def stored_events_array(
     type_oid: int,
     array_oid: int,
     id_is_uuid: bool,
+    encoding: str = "utf-8",
 ) -> Encoded:
     """An array of the event store's composite (originator_id, originator_version, topic,
     state); the originator id is a uuid or text, as the store was created."""
@@ -98,9 +100,9 @@ def stored_events_array(
             ident = uuid.bytes
             id_field = _FIELD.pack(UUID_OID, 16) + ident
         else:
-            ident = str(originator_id).encode()
+            ident = str(originator_id).encode(encoding)
             id_field = _FIELD.pack(TEXT, len(ident)) + ident
-        topic_bytes = topic.encode()
+        topic_bytes = topic.encode(encoding)
         state_bytes = bytes(state)
         record = b"".join(
             (

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+import psycopg.errors
 from psycopg import AsyncConnection, pq
 
 
@@ -53,20 +54,14 @@ def _broken(pgconn: pq.abc.PGconn, what: str) -> psycopg.OperationalError:
     return psycopg.OperationalError(pgconn.get_error_message() or what)
 
 
-async def run_prepared(
-    conn: AsyncConnection[Any], name: bytes, params: Sequence[str]
-) -> list[tuple[str | None, ...]]:
-    """Run the statement prepared as `name` with text parameters; its rows as text.
-
-    A parameter must hold no NUL character (libpq takes C strings: it would end there);
-    the caller refuses such input before it gets here."""
+async def _one_result(conn: AsyncConnection[Any]) -> pq.abc.PGresult:
+    """Send what libpq holds and read the command's result (libpq's own failures — a closed
+    socket, a lost server — raise psycopg.OperationalError). A failed command raises the
+    error class psycopg would have raised for its SQLSTATE (a statement timeout or a
+    recovery conflict is an OperationalError: the reader retries those)."""
     pgconn = conn.pgconn
-    if pgconn.status != pq.ConnStatus.OK:
-        raise _broken(pgconn, "the connection is closed")
     loop = asyncio.get_running_loop()
     fd = pgconn.socket
-    # libpq's failures (a closed socket, a lost server) raise psycopg.OperationalError.
-    pgconn.send_query_prepared(name, [p.encode() for p in params])
     while pgconn.flush():  # the rest is sent when the socket takes it
         await _ready(loop, fd, write=True)
     result: pq.abc.PGresult | None = None
@@ -75,7 +70,7 @@ async def run_prepared(
         # get_result() would block on a part not read yet: ask is_busy() before each one.
         while not pgconn.is_busy():
             found = pgconn.get_result()
-            if found is None:  # the end of the query's answer
+            if found is None:  # the end of the command's answer
                 break
             if result is None:
                 result = found
@@ -85,17 +80,48 @@ async def run_prepared(
         break
     if result is None:
         raise _broken(pgconn, "no result")
-    if result.status != pq.ExecStatus.TUPLES_OK:
+    if result.status == pq.ExecStatus.FATAL_ERROR:
         if pgconn.status != pq.ConnStatus.OK:
             raise _broken(pgconn, "the connection was lost")
-        message = (result.error_message or b"").decode("utf-8", "replace")
-        raise psycopg.DatabaseError(message.strip() or "the query failed")
+        raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+    return result
+
+
+async def prepare(
+    conn: AsyncConnection[Any], name: bytes, statement: str, param_types: Sequence[int]
+) -> None:
+    """Prepare `statement` (with $1, $2, ... placeholders) as `name` at the protocol level,
+    as psycopg's own prepared statements are (poolers such as PgBouncer track those, not
+    SQL PREPARE)."""
+    pgconn = conn.pgconn
+    if pgconn.status != pq.ConnStatus.OK:
+        raise _broken(pgconn, "the connection is closed")
+    pgconn.send_prepare(name, statement.encode(conn.info.encoding), param_types)
+    await _one_result(conn)
+
+
+async def run_prepared(
+    conn: AsyncConnection[Any], name: bytes, params: Sequence[str]
+) -> list[tuple[str | None, ...]]:
+    """Run the statement prepared as `name` with text parameters; its rows as text.
+
+    A parameter must hold no NUL character (libpq takes C strings: it would end there);
+    the caller refuses such input before it gets here. Text goes both ways in the
+    connection's client encoding, as psycopg's own adaptation does."""
+    pgconn = conn.pgconn
+    if pgconn.status != pq.ConnStatus.OK:
+        raise _broken(pgconn, "the connection is closed")
+    encoding = conn.info.encoding
+    pgconn.send_query_prepared(name, [p.encode(encoding) for p in params])
+    result = await _one_result(conn)
+    if result.status != pq.ExecStatus.TUPLES_OK:
+        raise psycopg.DatabaseError(f"unexpected result status {result.status!r}")
     columns = range(result.nfields)
     rows: list[tuple[str | None, ...]] = []
     for row in range(result.ntuples):
         rows.append(
             tuple(
-                None if (value := result.get_value(row, col)) is None else value.decode()
+                None if (value := result.get_value(row, col)) is None else value.decode(encoding)
                 for col in columns
             )
         )

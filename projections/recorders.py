@@ -139,22 +139,24 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
         )
         with self._append_connection.use() as conn, conn.cursor(row_factory=tuple_row) as cur:
             type_oid, array_oid = self._event_types(cur)
+            encoding = conn.info.encoding
             events = pg_binary.stored_events_array(
                 ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
                 type_oid=type_oid,
                 array_oid=array_oid,
                 id_is_uuid=self.datastore.originator_id_type == "uuid",
+                encoding=encoding,
             )
             pg_binary.register(cur.adapters)
             cur.execute(
                 self._append_commits,
                 (
                     events,
-                    pg_binary.text_array(rows),
-                    pg_binary.text_array(locations),
+                    pg_binary.text_array(rows, encoding),
+                    pg_binary.text_array(locations, encoding),
                     pg_binary.bytea_array(documents),
                     pg_binary.int8_array(versions),
-                    pg_binary.text_array(stamps),
+                    pg_binary.text_array(stamps, encoding),
                 ),
                 prepare=True,
             )

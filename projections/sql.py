@@ -160,7 +160,14 @@ class HeldConnection:
     it looks dead, and after `max_age_s` — so that plans PostgreSQL cached on it are made
     again as the tables grow (see fast_reads.py on a plan kept from an empty catalog).
     A second thread that appends at the same moment takes a pooled connection as before.
+
+    The pool must not be starved by it: with fewer than `MIN_POOL` connections nothing is
+    held (a pool of one would have no connection left for the aggregate reads a commit
+    makes before its append), and after each append the connection goes back at once when
+    someone waits for one or none is idle.
     """
+
+    MIN_POOL = 4
 
     def __init__(self, datastore: PostgresDatastore, max_age_s: float = 60.0) -> None:
         self._datastore = datastore
@@ -171,7 +178,8 @@ class HeldConnection:
 
     @contextmanager
     def use(self) -> Iterator[psycopg.Connection[Any]]:
-        if not self._lock.acquire(blocking=False):
+        pool = self._datastore.pool
+        if pool.max_size < self.MIN_POOL or not self._lock.acquire(blocking=False):
             with self._datastore.get_connection() as conn:
                 yield conn
             return
@@ -193,6 +201,10 @@ class HeldConnection:
                 self._held = None
                 if not held[0].__exit__(type(exc), exc, exc.__traceback__):
                     raise
+                return
+            stats = pool.get_stats()
+            if stats["requests_waiting"] or not stats["pool_available"]:
+                self._give_back()  # others need it more
         finally:
             self._lock.release()
 

@@ -8,10 +8,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from starlette.testclient import TestClient
 
+from icelog.api.app import create_app
+from icelog.api.services import Services
 from icelog.projections.recorders import InlinePostgresRecorder
 from icelog.projections.sql import HeldConnection
-from tests.integration.conftest import Api, create_table
+from tests.integration.conftest import SCHEMA, Api, create_table, replica_settings
 from tests.integration.test_tables_api import append
 
 pytestmark = pytest.mark.postgres
@@ -73,3 +76,31 @@ def test_an_old_connection_is_replaced_and_closing_gives_it_back(pg_api: Api) ->
     assert _held_pid(api) is None
     stats = pool.get_stats()
     assert stats["pool_size"] - stats["pool_available"] == out_before - 1
+
+
+def test_a_small_pool_is_never_starved_by_the_held_connection(pg_api: Api) -> None:
+    """With one pooled connection, holding it after an append left nothing for the reads
+    of the next request (503 after the pool's timeout)."""
+    settings = replica_settings(
+        pg_api,
+        {"ICELOG_PG_POOL_SIZE": "1", "ICELOG_PG_MAX_OVERFLOW": "0", "ICELOG_TASK_WORKERS": "0"},
+    )
+    services = Services.build(settings)
+    try:
+        with TestClient(create_app(settings, services)) as client:
+            prefix = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
+            base = f"/catalog/v1/{prefix['overrides']['prefix']}"
+            assert client.post(f"{base}/namespaces", json={"namespace": ["db"]}).status_code == 200
+            made = client.post(f"{base}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
+            assert made.status_code == 200, made.text
+            for i in (1, 2):
+                body = {"updates": [{"action": "set-properties", "updates": {"i": str(i)}}]}
+                done = client.post(f"{base}/namespaces/db/tables/t", json=body)
+                assert done.status_code == 200, done.text
+                listed = client.get(f"{base}/namespaces")
+                assert listed.status_code == 200, listed.text
+        recorder = services.catalog.recorder
+        assert isinstance(recorder, InlinePostgresRecorder)
+        assert recorder._append_connection._held is None
+    finally:
+        services.close()

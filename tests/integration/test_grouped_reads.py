@@ -229,3 +229,67 @@ def test_a_lookup_cancelled_during_its_own_query_leaves_the_reader_working(pg_ap
     opened, again = run(reader, work)
     assert opened == 0  # the interrupted connection was closed
     assert again is not None and again.metadata_location == created["metadata-location"]
+
+
+def test_a_statement_timeout_is_retried_then_answered_as_unavailable(pg_api: Api) -> None:
+    """A failed lookup keeps PostgreSQL's error class (a statement timeout is an
+    OperationalError): retried once on a new connection, then a 503 — not a 500."""
+    import psycopg
+
+    from icelog.domain.errors import ServiceUnavailableError
+
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    url = api.services.settings.database_url
+    assert url is not None
+    reader = PostgresTabularReader(
+        {"conninfo": url, "options": "-c statement_timeout=200"}, max_size=1, cache_bytes=1 << 20
+    )
+
+    async def work() -> Any:
+        assert await reader.load_tabular(wid, NS, "t", "table") is not None
+        with psycopg.connect(url) as locker:
+            locker.execute("LOCK TABLE icelog_tabulars IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(ServiceUnavailableError):
+                await reader.load_tabular(wid, NS, "t", "table")
+            locker.rollback()
+        return await reader.load_tabular(wid, NS, "t", "table")
+
+    assert run(reader, work) is not None
+    assert reader.pool_stats()["connections_lost"] == 2
+
+
+def test_close_waits_for_a_lookup_running_in_its_request(pg_api: Api) -> None:
+    """A lone lookup runs in its request's task, outside the reader's groups: close() must
+    still wait for it, or its connection would come back after the reader closed them."""
+    import psycopg
+
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    wid = str(api.services.warehouse_for_prefix(api.prefix))
+    url = api.services.settings.database_url
+    assert url is not None
+    reader = reader_for(api, connections=1)
+
+    async def scenario() -> Any:
+        await reader.open()
+        assert await reader.load_tabular(wid, NS, "t", "table") is not None  # connected
+        with psycopg.connect(url) as locker:
+            locker.execute("LOCK TABLE icelog_tabulars IN ACCESS EXCLUSIVE MODE")
+            lone = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+            await asyncio.sleep(0.2)  # its query waits for the lock
+            closing = asyncio.ensure_future(reader.close())
+            await asyncio.sleep(0.2)
+            waited = not closing.done()
+            locker.rollback()
+        await closing
+        assert lone.done()
+        return waited, lone.result(), reader.pool_stats()["pool_size"]
+
+    waited, row, still_open = asyncio.run(scenario())
+    assert waited  # close() waited for the lookup
+    assert row is not None
+    assert still_open == 0
