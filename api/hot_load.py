@@ -13,8 +13,6 @@ by the app's exception handlers as on every route. HEAD goes to the regular endp
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.routing import request_response
 from starlette.types import Receive, Scope, Send
@@ -41,7 +39,7 @@ class HotLoadTable:
         answer = await load_table_answer(request)
         assert answer is not None, "only HEAD has no answer"
         status, body, etag = answer
-        headers: list[tuple[bytes, Any]] = []
+        headers: list[tuple[bytes, bytes]] = []
         if etag is not None:
             headers.append((b"etag", etag.encode("latin-1")))
         if status != 304:

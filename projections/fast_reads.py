@@ -14,12 +14,10 @@ asks the database for the current version, which keeps read-your-writes across r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import random
 import sqlite3
 from collections import OrderedDict
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +28,7 @@ from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.identifiers import NamespaceName
 from icelog.projections.pg_binary import TEXT, TEXT_ARRAY
 from icelog.projections.queries import TabularRow
-from icelog.projections.raw_queries import prepare, run_prepared, text_array
+from icelog.projections.raw_queries import array_literal, prepare, run_prepared
 
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
@@ -288,16 +286,6 @@ class PostgresTabularReader:
         else:
             self._idle.put_nowait(slot)
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
-        slot = await self._checkout()
-        try:
-            yield slot[0]
-        except BaseException:
-            await self._give_back(slot, broken=True)
-            raise
-        await self._give_back(slot, broken=False)
-
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
@@ -402,7 +390,7 @@ class PostgresTabularReader:
             rows = await run_prepared(conn, HEAD_STATEMENT, keys[0])
             heads = {keys[0]: rows[0]} if rows else {}
         else:
-            columns = [text_array(column) for column in zip(*keys, strict=True)]
+            columns = [array_literal(column) for column in zip(*keys, strict=True)]
             rows = await run_prepared(conn, _GROUP_STATEMENT, columns)
             heads = {keys[int(str(row[0])) - 1]: row[1:] for row in rows}
         found: dict[_Key, TabularRow] = {}

@@ -24,8 +24,9 @@ import psycopg.errors
 from psycopg import AsyncConnection, pq
 
 
-def text_array(values: Sequence[str]) -> str:
-    """PostgreSQL's text form of a text[]: every element quoted, `"` and `\\` escaped."""
+def array_literal(values: Sequence[str]) -> str:
+    """PostgreSQL's text form of a text[] (a text parameter; pg_binary.text_array is the
+    binary form): every element quoted, `"` and `\\` escaped."""
     quoted = (v.replace("\\", "\\\\").replace('"', '\\"') for v in values)
     return "{" + ",".join(f'"{v}"' for v in quoted) + "}"
 

@@ -115,13 +115,17 @@ async def _head_plan(reader: PostgresTabularReader, wid: str, name: str) -> tupl
     # (shown with $1): 12 runs get there.
     for _ in range(12):
         assert await reader.load_tabular(wid, NS, name, "table") is not None
-    async with reader._connection() as conn:
+    slot = await reader._checkout()
+    try:
+        conn = slot[0]
         statement = HEAD_STATEMENT.decode()
         cur = await conn.execute(
             f"EXPLAIN EXECUTE {statement}('{wid}', '{NS.key}', '{name}', 'table')"
         )
         plan = "\n".join(str(row[0]) for row in await cur.fetchall())
         return plan, conn.info.backend_pid
+    finally:
+        await reader._give_back(slot, broken=False)
 
 
 def test_a_connection_kept_from_a_small_catalog_is_replaced_and_plans_again(
