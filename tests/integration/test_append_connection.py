@@ -39,13 +39,19 @@ def _commit_n(api: Api, first: int, n: int, parent: int | None) -> int | None:
     return parent
 
 
-def test_appends_share_one_connection_which_is_replaced_when_it_dies(pg_api: Api) -> None:
-    api = pg_api
+def _table_with_commits(api: Api, n: int) -> tuple[int | None, int]:
+    """Table db.t with `n` commits; (its last snapshot, the held connection's backend)."""
     api.post("/namespaces", {"namespace": ["db"]})
     create_table(api, "db", "t")
-    parent = _commit_n(api, 1, 3, None)
+    parent = _commit_n(api, 1, n, None)
     pid = _held_pid(api)
     assert pid is not None
+    return parent, pid
+
+
+def test_appends_share_one_connection_which_is_replaced_when_it_dies(pg_api: Api) -> None:
+    api = pg_api
+    parent, pid = _table_with_commits(api, 3)
     parent = _commit_n(api, 4, 3, parent)
     assert _held_pid(api) == pid  # the same connection for every append
 
@@ -62,10 +68,7 @@ def test_appends_share_one_connection_which_is_replaced_when_it_dies(pg_api: Api
 
 def test_an_old_connection_is_replaced_and_closing_gives_it_back(pg_api: Api) -> None:
     api = pg_api
-    api.post("/namespaces", {"namespace": ["db"]})
-    create_table(api, "db", "t")
-    parent = _commit_n(api, 1, 2, None)
-    pid = _held_pid(api)
+    parent, pid = _table_with_commits(api, 2)
     held = _held(api)
     held._max_age_s = 0.0
     _commit_n(api, 3, 1, parent)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg import AsyncConnection
 
+from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.identifiers import NamespaceName
 from icelog.projections.fast_reads import HEAD_STATEMENT, PostgresTabularReader
 from tests.integration.conftest import Api, create_table
@@ -235,19 +237,19 @@ def test_a_lookup_cancelled_during_its_own_query_leaves_the_reader_working(pg_ap
     assert again is not None and again.metadata_location == created["metadata-location"]
 
 
+def _one_table(api: Api) -> tuple[str, str]:
+    """Table db.t; (its warehouse id, the database URL)."""
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "t")
+    url = api.services.settings.database_url
+    assert url is not None
+    return str(api.services.warehouse_for_prefix(api.prefix)), url
+
+
 def test_a_statement_timeout_is_retried_then_answered_as_unavailable(pg_api: Api) -> None:
     """A failed lookup keeps PostgreSQL's error class (a statement timeout is an
     OperationalError): retried once on a new connection, then a 503 — not a 500."""
-    import psycopg
-
-    from icelog.domain.errors import ServiceUnavailableError
-
-    api = pg_api
-    api.post("/namespaces", {"namespace": ["db"]})
-    create_table(api, "db", "t")
-    wid = str(api.services.warehouse_for_prefix(api.prefix))
-    url = api.services.settings.database_url
-    assert url is not None
+    wid, url = _one_table(pg_api)
     reader = PostgresTabularReader(
         {"conninfo": url, "options": "-c statement_timeout=200"}, max_size=1, cache_bytes=1 << 20
     )
@@ -268,15 +270,8 @@ def test_a_statement_timeout_is_retried_then_answered_as_unavailable(pg_api: Api
 def test_close_waits_for_a_lookup_running_in_its_request(pg_api: Api) -> None:
     """A lone lookup runs in its request's task, outside the reader's groups: close() must
     still wait for it, or its connection would come back after the reader closed them."""
-    import psycopg
-
-    api = pg_api
-    api.post("/namespaces", {"namespace": ["db"]})
-    create_table(api, "db", "t")
-    wid = str(api.services.warehouse_for_prefix(api.prefix))
-    url = api.services.settings.database_url
-    assert url is not None
-    reader = reader_for(api, connections=1)
+    wid, url = _one_table(pg_api)
+    reader = reader_for(pg_api, connections=1)
 
     async def scenario() -> Any:
         await reader.open()
