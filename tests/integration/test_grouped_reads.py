@@ -211,32 +211,6 @@ def test_names_that_need_quoting_are_found_in_a_group_and_nul_finds_nothing(pg_a
     assert response.json()["error"]["type"] == "BadRequestException"
 
 
-def test_a_lookup_cancelled_during_its_own_query_leaves_the_reader_working(pg_api: Api) -> None:
-    """A lone lookup runs its query in the request's task: cancelling it mid-query (the
-    request's task is cancelled at shutdown) leaves the connection in an unknown state, so
-    it is closed, and the next lookup gets a new one."""
-    api = pg_api
-    api.post("/namespaces", {"namespace": ["db"]})
-    created = create_table(api, "db", "t")
-    wid = str(api.services.warehouse_for_prefix(api.prefix))
-    reader = reader_for(api, connections=1)
-
-    async def work() -> Any:
-        assert await reader.load_tabular(wid, NS, "t", "table") is not None  # connected
-        lone = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
-        await asyncio.sleep(0)  # its query is sent; the answer is not read yet
-        lone.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await lone
-        opened = reader.pool_stats()["pool_size"]
-        again = await reader.load_tabular(wid, NS, "t", "table")
-        return opened, again
-
-    opened, again = run(reader, work)
-    assert opened == 0  # the interrupted connection was closed
-    assert again is not None and again.metadata_location == created["metadata-location"]
-
-
 def _one_table(api: Api) -> tuple[str, str]:
     """Table db.t; (its warehouse id, the database URL)."""
     api.post("/namespaces", {"namespace": ["db"]})
@@ -244,6 +218,38 @@ def _one_table(api: Api) -> tuple[str, str]:
     url = api.services.settings.database_url
     assert url is not None
     return str(api.services.warehouse_for_prefix(api.prefix)), url
+
+
+def _location_of(api: Api, name: str) -> str:
+    location: str = api.get(f"/namespaces/db/tables/{name}").json()["metadata-location"]
+    return location
+
+
+def test_a_lookup_cancelled_during_its_own_query_leaves_the_reader_working(pg_api: Api) -> None:
+    """A lone lookup runs its query in the request's task: cancelling it mid-query (the
+    request's task is cancelled at shutdown) leaves the connection in an unknown state, so
+    it is closed, and the next lookup gets a new one."""
+    wid, url = _one_table(pg_api)
+    reader = reader_for(pg_api, connections=1)
+
+    async def work() -> Any:
+        assert await reader.load_tabular(wid, NS, "t", "table") is not None  # connected
+        with psycopg.connect(url) as locker:
+            # Held mid-query: a local PostgreSQL can answer within the loop turn that sent it.
+            locker.execute("LOCK TABLE icelog_tabulars IN ACCESS EXCLUSIVE MODE")
+            lone = asyncio.ensure_future(reader.load_tabular(wid, NS, "t", "table"))
+            await asyncio.sleep(0.2)
+            lone.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await lone
+            locker.rollback()
+        opened = reader.pool_stats()["pool_size"]
+        again = await reader.load_tabular(wid, NS, "t", "table")
+        return opened, again
+
+    opened, again = run(reader, work)
+    assert opened == 0  # the interrupted connection was closed
+    assert again is not None and again.metadata_location == _location_of(pg_api, "t")
 
 
 def test_a_statement_timeout_is_retried_then_answered_as_unavailable(pg_api: Api) -> None:
