@@ -134,6 +134,15 @@ def _append_function(cur: Any, target: Target) -> None:
             cur.execute(recorder.append_commits_function(), prepare=False)
 
 
+def _append_creates_function(cur: Any, target: Target) -> None:
+    """PostgreSQL: the one-statement append of creates (projections/recorders.py)."""
+    if target.dialect != "postgres":
+        return
+    for recorder in target.recorders:
+        if hasattr(recorder, "append_creates_function"):
+            cur.execute(recorder.append_creates_function(), prepare=False)
+
+
 def _task_results(cur: Any, target: Target) -> None:
     """The outcome of a succeeded task in the task queue (a purge's skipped files)."""
     if target.dialect == "postgres":
@@ -176,6 +185,12 @@ STEPS: tuple[Step, ...] = (
     Step(13, "Iceberg events (the events API)", _statements(iceberg_events.schema)),
     Step(14, "functions (Iceberg UDFs)", _statements(schema.functions_statements)),
     Step(15, "locations found by index (overlap checks)", _statements(location_overlap.indexes)),
+    Step(
+        16,
+        "one-statement append of creates (PostgreSQL function)",
+        _append_creates_function,
+        dialects=("postgres",),
+    ),
 )
 LATEST = STEPS[-1].version
 

@@ -1,4 +1,4 @@
-"""Query parameters built in PostgreSQL's binary format, for the commit append.
+"""Query parameters built in PostgreSQL's binary format, for the one-statement appends.
 
 psycopg adapts a list parameter element by element in Python, and a list of composites
 (the events, `stored_event_uuid[]`) by rendering each field in text with its escaping:
@@ -19,12 +19,13 @@ from uuid import UUID
 from psycopg import pq
 from psycopg.adapt import AdaptersMap, Dumper
 
-TEXT, BYTEA, INT8, UUID_OID = 25, 17, 20, 2950
-TEXT_ARRAY, BYTEA_ARRAY, INT8_ARRAY = 1009, 1001, 1016
+TEXT, BYTEA, INT8, INT4, UUID_OID = 25, 17, 20, 23, 2950
+TEXT_ARRAY, BYTEA_ARRAY, INT8_ARRAY, INT4_ARRAY = 1009, 1001, 1016, 1007
 
 _HEADER = struct.Struct("!iiiii")  # ndim, has-nulls, element oid, length, lower bound
 _LENGTH = struct.Struct("!i")
 _INT8 = struct.Struct("!iq")  # length 8, value
+_INT4 = struct.Struct("!ii")  # length 4, value
 _FIELD = struct.Struct("!Ii")  # field type oid, length
 
 
@@ -81,6 +82,10 @@ def bytea_array(values: Iterable[bytes]) -> Encoded:
 
 def int8_array(values: Iterable[int]) -> Encoded:
     return _array(INT8, INT8_ARRAY, [_INT8.pack(8, v) for v in values])
+
+
+def int4_array(values: Iterable[int]) -> Encoded:
+    return _array(INT4, INT4_ARRAY, [_INT4.pack(4, v) for v in values])
 
 
 def stored_events_array(

@@ -10,7 +10,7 @@ model can never be ahead of, or behind, the log (an "inline projection").
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -23,6 +23,7 @@ from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from icelog.projections import pg_binary
+from icelog.projections.append_rows import AppendRows, CommitRow, append_rows
 from icelog.projections.catalog_view import CatalogView
 from icelog.projections.schema import create_statements
 from icelog.projections.sql import HeldConnection, harden_postgres_datastore
@@ -58,10 +59,14 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
         super().__init__(datastore, events_table_name=events_table_name)
         self.sql_create_statements.extend(SQL(s).format() for s in create_statements("postgres"))
         self.sql_create_statements.append(self.append_commits_function())
+        self.sql_create_statements.append(self.append_creates_function())
         # Every parameter arrives in binary form, packed by pg_binary.
         self._append_commits = SQL(
             "SELECT * FROM {schema}.icelog_append_commits(%b, %b, %b, %b, %b, %b)"
         ).format(schema=Identifier(datastore.schema))
+        self._append_creates = SQL("SELECT * FROM {schema}.icelog_append_creates({params})").format(
+            schema=Identifier(datastore.schema), params=SQL(", ".join(["%b"] * 23))
+        )
         self._event_type_oids: tuple[int, int] | None = None  # the composite, its array
         # The group committer's own connection for plain commits (see HeldConnection); it
         # goes back to the pool before the pool closes.
@@ -99,44 +104,128 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             table=Identifier(self.events_table_name),
         )
 
+    def append_creates_function(self) -> Composed:
+        """The append of a batch that creates tables or views (and may also carry plain
+        commits, name claims and namespace counts) as ONE statement: the rows the inline
+        projection would insert one statement at a time (append_rows.py), with its
+        location guard — a new location that equals, holds or lies below another table's
+        or view's of the warehouse, live or soft-dropped, fails the append as a conflict
+        (SQLSTATE 23505, as a version conflict does; the command's retry then answers
+        409). The new rows go in first, so two creates of one batch see each other.
+        Created by migration 16; `CREATE OR REPLACE`, so safe to repeat."""
+        overlap = (
+            "SELECT 1 FROM unnest(probe_rows, probe_locations) AS p(r, loc) "
+            "JOIN {schema}.TABULARS AS t ON t.warehouse_id = new_warehouses[p.r] "
+            "AND t.location = p.loc AND t.id <> new_ids[p.r] "
+            "UNION ALL SELECT 1 FROM unnest(new_ids, new_warehouses, new_locations) "
+            "AS n(id, w, loc) JOIN {schema}.TABULARS AS t ON t.warehouse_id = n.w "
+            "AND t.location COLLATE \"C\" >= n.loc || '/' "
+            "AND t.location COLLATE \"C\" < n.loc || '0' AND t.id <> n.id"
+        )
+        overlaps = " UNION ALL ".join(
+            overlap.replace("TABULARS", table)
+            for table in ("icelog_tabulars", "icelog_deleted_tabulars")
+        )
+        return SQL(
+            "CREATE OR REPLACE FUNCTION {schema}.icelog_append_creates("
+            "events {schema}.{event}[], new_ids text[], new_warehouses text[], "
+            "new_ns_keys text[], new_names text[], new_kinds text[], new_locations text[], "
+            "new_metadata_locations text[], new_documents bytea[], new_versions bigint[], "
+            "new_stamps text[], probe_rows int[], probe_locations text[], grant_ids text[], "
+            "grant_kinds text[], grant_objects text[], grant_owners text[], "
+            "grant_stamps text[], ids text[], locations text[], documents bytea[], "
+            "versions bigint[], stamps text[]) RETURNS SETOF bigint LANGUAGE plpgsql AS $body$ "
+            "BEGIN "
+            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+            "RETURN QUERY INSERT INTO {schema}.{table} AS t "
+            "(originator_id, originator_version, topic, state) "
+            "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
+            "RETURNING notification_id; "
+            "INSERT INTO {schema}.icelog_tabulars (id, warehouse_id, ns_key, name, kind, "
+            "location, metadata_location, metadata, version, created_at, updated_at) "
+            "SELECT u.*, u.c FROM unnest(new_ids, new_warehouses, new_ns_keys, new_names, "
+            "new_kinds, new_locations, new_metadata_locations, new_documents, new_versions, "
+            "new_stamps) AS u(i, w, k, n, kd, l, ml, md, v, c); "
+            "IF EXISTS (" + overlaps + ") THEN "
+            "RAISE EXCEPTION 'icelog: a new location overlaps another table''s or view''s' "
+            "USING ERRCODE = 'unique_violation'; "
+            "END IF; "
+            "INSERT INTO {schema}.icelog_grants (id, object_kind, object_id, relation, "
+            "principal_kind, principal_id, created_at) SELECT g.i, g.k, g.o, 'ownership', "
+            "'user', g.p, g.s FROM unnest(grant_ids, grant_kinds, grant_objects, "
+            "grant_owners, grant_stamps) AS g(i, k, o, p, s) ON CONFLICT (id) DO NOTHING; "
+            "UPDATE {schema}.icelog_tabulars AS t SET metadata_location = u.ml, "
+            "metadata = u.md, version = u.v, updated_at = u.ua "
+            "FROM unnest(locations, documents, versions, stamps, ids) AS u(ml, md, v, ua, id) "
+            "WHERE t.id = u.id; "
+            "END $body$"
+        ).format(
+            schema=Identifier(self.datastore.schema),
+            event=Identifier(self.stored_event_type_name),
+            table=Identifier(self.events_table_name),
+        )
+
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """A batch made only of commits whose documents were handed in (the hot path: every
-        updateTable, grouped by commands/group_commit.py) is appended by one call of
-        `icelog_append_commits`, one round trip. The library's path costs about fourteen
-        waits on the connection (BEGIN, lock, insert, each read-model statement, sync,
-        COMMIT), each made while the events table is locked and each a point where this
-        thread must win the GIL back from the request threads: under 8 concurrent
-        writers an append held the lock 18 ms instead of 5. Everything else (creates,
-        drops, renames, folds without hints) takes the library's path."""
-        rows = self._plain_commits(kwargs.get("inline_events"), kwargs.get("inline_hints"))
+        """A batch whose read-model rows are known in advance (append_rows.py) is appended
+        by one call of a server-side function, one round trip: `icelog_append_commits` for
+        plain commits (every updateTable, grouped by commands/group_commit.py),
+        `icelog_append_creates` when it creates tables or views. The library's path costs
+        about fourteen waits on the connection (BEGIN, lock, insert, each read-model
+        statement, sync, COMMIT), each made while the events table is locked and each a
+        point where this thread must win the GIL back from the request threads: under 8
+        concurrent writers an append held the lock 18 ms instead of 5. Everything else
+        (drops, renames, folds without hints) takes the library's path."""
+        rows = append_rows(kwargs.get("inline_events"), kwargs.get("inline_hints") or {})
         if rows is None or not stored_events:
             ids: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
             return ids
-        found: list[int] = self._insert_commits(stored_events, rows)
+        found: list[int]
+        if rows.commits and not rows.creates:
+            found = self._insert_commits(stored_events, rows.commits)
+        else:
+            found = self._insert_creates(stored_events, rows)
         return found
-
-    def _plain_commits(
-        self, events: Sequence[object] | None, hints: Any
-    ) -> dict[str, tuple[str, bytes, int, str]] | None:
-        if not events:
-            return None
-        rows: dict[str, tuple[str, bytes, int, str]] = {}
-        for event in events:
-            found = CatalogView.plain_commit(event, hints or {})
-            if found is None:
-                return None
-            rows[found[0]] = found[1]  # a later commit of the same tabular supersedes
-        return rows
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def _insert_commits(
-        self, stored_events: Sequence[StoredEvent], rows: dict[str, tuple[str, bytes, int, str]]
+        self, stored_events: Sequence[StoredEvent], rows: dict[str, CommitRow]
     ) -> list[int]:
-        locations, documents, versions, stamps = (
-            list(column) for column in zip(*rows.values(), strict=True)
+        return self._call(
+            self._append_commits, stored_events, lambda encoding: _commit_params(rows, encoding)
         )
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def _insert_creates(self, stored_events: Sequence[StoredEvent], rows: AppendRows) -> list[int]:
+        def params(encoding: str) -> list[pg_binary.Encoded]:
+            new = rows.creates
+            texts = [
+                [getattr(c, column) for c in new]
+                for column in ("id", "warehouse_id", "ns_key", "name", "kind", "location")
+            ]
+            grants = [[g[i] for g in rows.grants] for i in range(5)]
+            return [
+                *(pg_binary.text_array(column, encoding) for column in texts),
+                pg_binary.text_array([c.metadata_location for c in new], encoding),
+                pg_binary.bytea_array([c.document for c in new]),
+                pg_binary.int8_array([c.version for c in new]),
+                pg_binary.text_array([c.stamp for c in new], encoding),
+                pg_binary.int4_array([n for n, c in enumerate(new, 1) for _ in c.holders]),
+                pg_binary.text_array([h for c in new for h in c.holders], encoding),
+                *(pg_binary.text_array(column, encoding) for column in grants),
+                *_commit_params(rows.commits, encoding),
+            ]
+
+        return self._call(self._append_creates, stored_events, params)
+
+    def _call(
+        self,
+        statement: Composed,
+        stored_events: Sequence[StoredEvent],
+        params: Callable[[str], list[pg_binary.Encoded]],
+    ) -> list[int]:
+        """Run one of the append functions: the events first, then `params(encoding)`."""
         with self._append_connection.use() as conn, conn.cursor(row_factory=tuple_row) as cur:
             type_oid, array_oid = self._event_types(cur)
             encoding = conn.info.encoding
@@ -148,18 +237,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
                 encoding=encoding,
             )
             pg_binary.register(cur.adapters)
-            cur.execute(
-                self._append_commits,
-                (
-                    events,
-                    pg_binary.text_array(rows, encoding),
-                    pg_binary.text_array(locations, encoding),
-                    pg_binary.bytea_array(documents),
-                    pg_binary.int8_array(versions),
-                    pg_binary.text_array(stamps, encoding),
-                ),
-                prepare=True,
-            )
+            cur.execute(statement, (events, *params(encoding)), prepare=True)
             return [int(row[0]) for row in cur.fetchall()]
 
     def _event_types(self, cur: Cursor[Any]) -> tuple[int, int]:
@@ -216,3 +294,16 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
                 with contextlib.suppress(psycopg.Error), curs.connection.pipeline():
                     curs.connection.execute(_ABORT, prepare=False)
                 raise
+
+
+def _commit_params(rows: dict[str, CommitRow], encoding: str) -> list[pg_binary.Encoded]:
+    """The commits' columns: tabular ids, metadata locations, documents, versions, times."""
+    columns: list[list[Any]] = [list(c) for c in zip(*rows.values(), strict=True)] or [[]] * 4
+    locations, documents, versions, stamps = columns
+    return [
+        pg_binary.text_array(rows, encoding),
+        pg_binary.text_array(locations, encoding),
+        pg_binary.bytea_array(documents),
+        pg_binary.int8_array(versions),
+        pg_binary.text_array(stamps, encoding),
+    ]
