@@ -186,6 +186,7 @@ class Services:
         catalog.location_index = primary.overlapping_location
         catalog.locations_overlapping = primary.locations_overlapping
         catalog.open_task_count = primary.open_task_count
+        catalog.namespace_contents = primary.namespace_contents
         catalog.warehouse_profiles = primary.live_warehouse_profiles
         catalog.storage_limits = StorageLimits(
             max_read_bytes=settings.max_metadata_file_bytes,

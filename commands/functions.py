@@ -11,7 +11,6 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from icelog.commands.base import now_ms
-from icelog.commands.tables import namespace_turn
 from icelog.commands.views import ViewCommands
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
@@ -31,7 +30,6 @@ from icelog.domain.function_metadata import (
 )
 from icelog.domain.identifiers import TabularName, function_claim_id
 from icelog.domain.locations import Location, default_table_location
-from icelog.domain.namespace import Namespace
 from icelog.domain.properties import reject_secret_properties
 from icelog.domain.table_metadata import metadata_file_version
 
@@ -135,20 +133,17 @@ class FunctionCommands(ViewCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            ns.add_child("function", function_id, actor=ctx.actor, request_id=ctx.request_id)
             self.append_known(
                 file_io,
                 [md_location],
                 (function, md_location),
                 name_claim,
                 function,
-                ns,
                 hints={md_location: data},
             )
             return FunctionState(function_id, md_location, document)
 
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)
 
     # -- replace ---------------------------------------------------------------------------
     def replace_function(
@@ -214,10 +209,7 @@ class FunctionCommands(ViewCommands):
             name_claim = self._function_claim(warehouse_id, name)
             if name_claim is not None:
                 name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            ns = self.get_or_none(function.namespace_id, Namespace)
-            if ns is not None:
-                ns.remove_child("function", function.id, actor=ctx.actor, request_id=ctx.request_id)
             function.drop(actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(function, name_claim, ns)
+            self.save_all(function, name_claim)
 
         self.retrying(attempt)

@@ -27,14 +27,11 @@ from icelog.domain.errors import (
     NotFoundError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName
-from icelog.domain.namespace import Namespace
 from icelog.domain.protection import ensure_unprotected
 from icelog.domain.table import Table
 from icelog.domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, Task
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
-
-SOFT_DELETED = "soft-deleted"  # the namespace child kind of a soft-dropped tabular
 
 
 @dataclass(frozen=True)
@@ -95,12 +92,9 @@ class LifecycleCommands(ProtectionCommands):
             name_claim = self._claim(warehouse_id, name)
             if name_claim is not None:
                 name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-            ns = self.get_or_none(table.namespace_id, Namespace)
-            if ns is not None:
-                ns.remove_child("table", table.id, actor=ctx.actor, request_id=ctx.request_id)
             location = str(table.metadata_location)
             table.unregister(actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(table, name_claim, ns)
+            self.save_all(table, name_claim)
             return location
 
         found: str = self.retrying(attempt)
@@ -128,12 +122,11 @@ class LifecycleCommands(ProtectionCommands):
         purge: bool,
         final: bool,
     ) -> int | None:
-        """One append: the drop, the freed name, the namespace's count and the task that
-        follows (expiration, or an immediate purge). Returns the task's due time."""
+        """One append: the drop, the freed name and the task that follows (expiration, or
+        an immediate purge). Returns the task's due time."""
         name_claim = self._claim(warehouse.id, name)
         if name_claim is not None:
             name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-        ns = self.get_or_none(tabular.namespace_id, Namespace)
         seconds = None if final else soft_expiration(warehouse)
         task: Task | None = None
         if seconds is not None:
@@ -155,19 +148,13 @@ class LifecycleCommands(ProtectionCommands):
                 request_id=ctx.request_id,
                 **extra,
             )
-            if ns is not None:
-                ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
-                ns.add_child(SOFT_DELETED, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
+        elif isinstance(tabular, Table):
+            if purge:
+                task = self._purge_task(ctx, tabular)
+            tabular.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
         else:
-            if isinstance(tabular, Table):
-                if purge:
-                    task = self._purge_task(ctx, tabular)
-                tabular.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
-            else:
-                tabular.drop(actor=ctx.actor, request_id=ctx.request_id)
-            if ns is not None:
-                ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(tabular, name_claim, ns, task)
+            tabular.drop(actor=ctx.actor, request_id=ctx.request_id)
+        self.save_all(tabular, name_claim, task)
         return task.due_at_ms if task is not None else None
 
     def _schedule(
@@ -245,12 +232,9 @@ class LifecycleCommands(ProtectionCommands):
             actor=ctx.actor,
             request_id=ctx.request_id,
         )
-        ns = self.get_or_none(tabular.namespace_id, Namespace)
-        if ns is not None:
-            ns.remove_child(SOFT_DELETED, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
         if expiration is not None and reason != "expired":
             expiration.cancel(reason=f"{kind} {reason}", actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(tabular, ns, expiration, purge_task)
+        self.save_all(tabular, expiration, purge_task)
         return purge_task.due_at_ms if purge_task is not None else None
 
     # -- undrop ----------------------------------------------------------------------------
@@ -293,11 +277,8 @@ class LifecycleCommands(ProtectionCommands):
                         f"{tabular.metadata_location} is gone (were its files deleted by a "
                         "client, e.g. Spark's DROP TABLE ... PURGE?)"
                     )
-                ns = loaded.get(tabular.namespace_id)
-                if ns is None:
-                    ns = self.get_namespace(warehouse_id, ns_name)
-                    loaded[ns.id] = ns
-                assert isinstance(ns, Namespace)
+                # Read for its 404; the append checks that it still exists (ADR 0018).
+                ns = self.get_namespace(warehouse_id, ns_name)
                 expiration = self._get_task(tabular.pending_expiration)
                 tabular.undrop(
                     namespace_id=ns.id,
@@ -306,10 +287,6 @@ class LifecycleCommands(ProtectionCommands):
                     actor=ctx.actor,
                     request_id=ctx.request_id,
                 )
-                ns.remove_child(
-                    SOFT_DELETED, tabular.id, actor=ctx.actor, request_id=ctx.request_id
-                )
-                ns.add_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
                 if expiration is not None:
                     expiration.cancel(
                         reason=f"{kind} undropped", actor=ctx.actor, request_id=ctx.request_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from uuid import UUID
 
 import orjson
@@ -21,7 +22,7 @@ from icelog.domain.properties import reject_secret_properties
 from icelog.domain.protection import ensure_unprotected
 
 
-def not_empty_message(ns: Namespace, name: NamespaceName) -> str:
+def not_empty_message(contents: Mapping[str, int], name: NamespaceName) -> str:
     parts = []
     labels = {
         "table": "table(s)",
@@ -33,12 +34,18 @@ def not_empty_message(ns: Namespace, name: NamespaceName) -> str:
         "soft-deleted": "soft-deleted table(s) or view(s)",
     }
     for kind, label in labels.items():
-        if ns.children.get(kind, 0) > 0:
-            parts.append(f"{ns.children[kind]} {label}")
+        if contents.get(kind, 0) > 0:
+            parts.append(f"{contents[kind]} {label}")
     return f"Namespace {name.dotted} is not empty. Contains {', '.join(parts)}."
 
 
 class NamespaceCommands(ManagementCommands):
+    # What a namespace holds, by kind (table, view, function, namespace, soft-deleted),
+    # from the read model on the primary; replaced by the composition root.
+    namespace_contents: Callable[[str, str], dict[str, int]] = staticmethod(
+        lambda _warehouse_id, _ns_key: {}
+    )
+
     def find_namespace(self, warehouse_id: UUID, name: NamespaceName) -> Namespace | None:
         ns = self.get_or_none(namespace_id(warehouse_id, name), Namespace)
         return None if ns is None or ns.dropped else ns
@@ -85,8 +92,8 @@ class NamespaceCommands(ManagementCommands):
                 ns = existing
                 ns.recreate(properties, actor=ctx.actor, request_id=ctx.request_id)
             if parent is not None:
-                parent.add_child("namespace", nid, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(ns, parent)
+                # The append checks that the parent still exists (ADR 0018).
+                self.save_all(ns)
             else:
                 warehouse.add_namespace(nid, actor=ctx.actor, request_id=ctx.request_id)
                 self.save_all(ns, warehouse)
@@ -99,14 +106,15 @@ class NamespaceCommands(ManagementCommands):
             warehouse = self.get_warehouse(warehouse_id)
             ns = self.get_namespace(warehouse_id, name)
             ensure_unprotected(ns.is_protected, f"Namespace {name.dotted}")
-            if ns.child_total > 0:
-                raise NamespaceNotEmptyError(not_empty_message(ns, name))
+            # The append checks again that it is empty (ADR 0018): a create that lands
+            # between this read and the drop makes the drop a conflict, and the retry
+            # answers 409 here.
+            contents = self.namespace_contents(str(warehouse_id), name.key)
+            if any(contents.values()):
+                raise NamespaceNotEmptyError(not_empty_message(contents, name))
             ns.drop(actor=ctx.actor, request_id=ctx.request_id)
-            parent_name = name.parent
-            if parent_name is not None:
-                parent = self.get_namespace(warehouse_id, parent_name)
-                parent.remove_child("namespace", ns.id, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(ns, parent)
+            if name.parent is not None:
+                self.save_all(ns)
             else:
                 warehouse.remove_namespace(ns.id, actor=ctx.actor, request_id=ctx.request_id)
                 self.save_all(ns, warehouse)

@@ -16,7 +16,7 @@ from eventsourcing.application import AggregateNotFoundError, project_aggregate
 from icelog.commands.base import now_ms
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.commands.namespaces import NamespaceCommands
-from icelog.commands.turns import NAMESPACE_TURNS, TABLE_TURNS
+from icelog.commands.turns import TABLE_TURNS
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -31,7 +31,7 @@ from icelog.domain.errors import (
     ServiceUnavailableError,
 )
 from icelog.domain.idempotency import IdempotentReplay
-from icelog.domain.identifiers import NamespaceName, TabularName, tabular_claim_id
+from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
 from icelog.domain.locations import (
     Location,
     check_scheme_allowed,
@@ -73,15 +73,6 @@ def _commit_turn(
     warehouse_id: UUID, names: list[TabularName]
 ) -> contextlib.AbstractContextManager[None]:
     return TABLE_TURNS.take((warehouse_id, n.namespace.key, n.name) for n in names)
-
-
-def namespace_turn(
-    warehouse_id: UUID, namespace: NamespaceName
-) -> contextlib.AbstractContextManager[None]:
-    """Creates in one namespace take turns (commands/turns.py): every create also counts
-    its child on the namespace aggregate, so concurrent creates there conflict; 8 clients
-    creating in one namespace ran at ~22 creates/s, mostly retries."""
-    return NAMESPACE_TURNS.take([(warehouse_id, namespace.key)])
 
 
 class _NeedsFreshState(Exception):
@@ -136,8 +127,8 @@ class TableCommands(NamespaceCommands):
         self._table_ids: dict[tuple[UUID, TabularName], UUID] = {}
         # Tables as this process last appended them (see commit_table); never mutated.
         self._recent_tables: dict[UUID, Table] = {}
-        # Namespaces as this process's last create in them left them (see create_table).
-        self._recent_namespaces: dict[tuple[UUID, NamespaceName], Namespace] = {}
+        # Namespaces this process saw exist (see create_table).
+        self._known_namespaces: set[tuple[UUID, NamespaceName]] = set()
 
     def _remember_table(self, table: Table) -> None:
         if len(self._recent_tables) > 10_000:
@@ -153,24 +144,32 @@ class TableCommands(NamespaceCommands):
             return None
         return copy.deepcopy(table)
 
-    def _remember_namespace(self, warehouse_id: UUID, ns: Namespace) -> None:
-        if len(self._recent_namespaces) > 10_000:
-            self._recent_namespaces.clear()
-        self._recent_namespaces[(warehouse_id, NamespaceName(tuple(ns.levels)))] = ns
-
     def saving(self, aggregates: list[Any]) -> None:
         super().saving(aggregates)
         for aggregate in aggregates:
-            # Any append to a namespace (a drop of one of its tables, its properties, a
-            # view) makes the copy kept for creates one version behind: forget it, so the
-            # next create reads it rather than losing one attempt to a conflict.
-            if isinstance(aggregate, Namespace) and self._recent_namespaces:
+            # A namespace this process drops is no longer known to exist.
+            if isinstance(aggregate, Namespace) and aggregate.dropped:
                 key = (aggregate.warehouse_id, NamespaceName(tuple(aggregate.levels)))
-                self._recent_namespaces.pop(key, None)
+                self._known_namespaces.discard(key)
 
-    def _recent_namespace(self, warehouse_id: UUID, name: NamespaceName) -> Namespace | None:
-        ns = self._recent_namespaces.pop((warehouse_id, name), None)
-        return None if ns is None or ns.dropped else ns
+    def existing_namespace_id(
+        self, warehouse_id: UUID, name: NamespaceName, *, known: bool
+    ) -> UUID:
+        """The id of a namespace to create something in; 404 when it does not exist.
+
+        With `known`, a namespace this process has seen exist is not read again: the
+        append checks that it still exists (ADR 0018) and fails as a conflict when it
+        was dropped meanwhile, and the command's next attempt — `known` False — reads it
+        and answers 404. Nothing is written to a namespace to create in it, so creates
+        in one namespace neither conflict nor take turns."""
+        key = (warehouse_id, name)
+        if known and key in self._known_namespaces:
+            return namespace_id(warehouse_id, name)
+        ns = self.get_namespace(warehouse_id, name)
+        if len(self._known_namespaces) > 100_000:
+            self._known_namespaces.clear()
+        self._known_namespaces.add(key)
+        return ns.id
 
     # -- lookups ---------------------------------------------------------------------------
     def _claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
@@ -294,20 +293,17 @@ class TableCommands(NamespaceCommands):
             raise BadRequestError("Table name must not be empty")
         reject_secret_properties(properties, "Table")
         table_id = uuid4()
-        fresh = stage
+        first = True
 
         def attempt() -> TableState:
-            nonlocal fresh
+            nonlocal first
             warehouse = self.get_warehouse(warehouse_id)
-            # First try on the namespace as this process's last create in it left it,
-            # without reading it: creates in one namespace take turns, and that read was one
-            # of a create's four round trips before its append. Stale state cannot land:
-            # the namespace's next version is then taken and the append conflicts; the
-            # retry reads it. (The name's claim is always read: a taken name answers 409
-            # without a failed append.)
-            recent = None if fresh else self._recent_namespace(warehouse_id, name.namespace)
-            fresh = True
-            ns = recent or self.get_namespace(warehouse_id, name.namespace)
+            # The name's claim is always read: a taken name answers 409 without a failed
+            # append. The namespace is read only when not known to exist, or on a retry.
+            ns_id = self.existing_namespace_id(
+                warehouse_id, name.namespace, known=first and not stage
+            )
+            first = False
             existing = self._free_claim(warehouse_id, name)
             table_location = self._new_location(warehouse, name, location, table_id)
             metadata = new_table_metadata(
@@ -321,22 +317,17 @@ class TableCommands(NamespaceCommands):
             )
             if stage:
                 return TableState(table_id, None, metadata)
-            state = self._append_new_table(
-                ctx, warehouse, ns, existing, name, table_id, metadata, updates=[]
+            return self._append_new_table(
+                ctx, warehouse, ns_id, existing, name, table_id, metadata, updates=[]
             )
-            self._remember_namespace(warehouse_id, ns)
-            return state
 
-        if stage:  # appends nothing: no turn to take
-            return self.retrying(attempt)
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)
 
     def _append_new_table(
         self,
         ctx: RequestContext,
         warehouse: Warehouse,
-        ns: Namespace,
+        ns_id: UUID,
         existing: NameClaim | None,
         name: TabularName,
         table_id: UUID,
@@ -344,15 +335,15 @@ class TableCommands(NamespaceCommands):
         *,
         updates: list[dict[str, Any]],
     ) -> TableState:
-        """Write the first metadata file, then claim the name, create the table and count
-        it in its namespace — one append (the file is removed if the append loses a race)."""
+        """Write the first metadata file, then claim the name and create the table — one
+        append (the file is removed if the append loses a race)."""
         file_io = self.file_io(warehouse.storage_profile)
         md_location, data = self._write_first_file(file_io, metadata)
         name_claim = self._table_claim(existing, warehouse.id, name, table_id, ctx)
         table = Table.create(
             table_id=table_id,
             warehouse_id=warehouse.id,
-            namespace_id=ns.id,
+            namespace_id=ns_id,
             namespace=name.namespace.as_list(),
             name=name.name,
             location=str(Location.parse(metadata["location"], "table location")),
@@ -362,8 +353,7 @@ class TableCommands(NamespaceCommands):
             actor=ctx.actor,
             request_id=ctx.request_id,
         )
-        ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
-        self._save_or_forget(file_io, md_location, name_claim, table, ns, hint=data)
+        self._save_or_forget(file_io, md_location, name_claim, table, hint=data)
         return TableState(table_id, md_location, metadata)
 
     def _save_or_forget(
@@ -467,7 +457,7 @@ class TableCommands(NamespaceCommands):
 
         def attempt() -> TableState:
             warehouse = self.get_warehouse(warehouse_id)
-            ns = self.get_namespace(warehouse_id, name.namespace)
+            ns_id = self.existing_namespace_id(warehouse_id, name.namespace, known=False)
             existing = self._claim(warehouse_id, name)
             if existing is not None and existing.is_held:
                 if existing.kind == "view":
@@ -478,11 +468,10 @@ class TableCommands(NamespaceCommands):
             self._check_location(warehouse, metadata["location"])
             table_id = self._client_id_or_new(metadata.get("table-uuid"))
             return self._append_new_table(
-                ctx, warehouse, ns, existing, name, table_id, metadata, updates=updates
+                ctx, warehouse, ns_id, existing, name, table_id, metadata, updates=updates
             )
 
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)
 
     # -- commit ----------------------------------------------------------------------------
     def commit_table(
@@ -748,11 +737,10 @@ class TableCommands(NamespaceCommands):
         new_claim: NameClaim,
     ) -> None:
         """The rename of a table or view (checked by the caller): release the old name, hold
-        the new one, rename, and move the child count between namespaces — one append."""
+        the new one and rename — one append (which checks that `dest_ns` still exists)."""
         old_claim = self._claim(warehouse_id, source)
         if old_claim is not None:
             old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
-        source_ns_id = tabular.namespace_id
         tabular.rename(
             namespace_id=dest_ns.id,
             namespace=dest.namespace.as_list(),
@@ -760,14 +748,7 @@ class TableCommands(NamespaceCommands):
             actor=ctx.actor,
             request_id=ctx.request_id,
         )
-        if dest_ns.id == source_ns_id:
-            self.save_all(old_claim, new_claim, tabular)
-            return
-        source_ns = self.get_or_none(source_ns_id, Namespace)
-        if source_ns is not None:
-            source_ns.remove_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
-        dest_ns.add_child(kind, tabular.id, actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(old_claim, new_claim, tabular, source_ns, dest_ns)
+        self.save_all(old_claim, new_claim, tabular)
 
     # -- register --------------------------------------------------------------------------
     def load_registered(
@@ -831,17 +812,14 @@ class TableCommands(NamespaceCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            ns.add_child("table", table_id, actor=ctx.actor, request_id=ctx.request_id)
             self.append_known(
                 None,
                 [],
                 (table, metadata_location),
                 name_claim,
                 table,
-                ns,
                 hints={metadata_location: orjson.dumps(metadata)},
             )
             return TableState(table_id, metadata_location, metadata)
 
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)

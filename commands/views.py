@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from icelog.commands.base import now_ms
-from icelog.commands.tables import TableCommands, TableState, metadata_dir, namespace_turn
+from icelog.commands.tables import TableCommands, TableState, metadata_dir
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -121,12 +121,10 @@ class ViewCommands(TableCommands):
                 request_id=ctx.request_id,
             )
             name_claim = self._view_claim(existing, warehouse_id, name, view_id, ctx)
-            ns.add_child("view", view_id, actor=ctx.actor, request_id=ctx.request_id)
-            self._save_or_forget(file_io, md_location, name_claim, view, ns, hint=data)
+            self._save_or_forget(file_io, md_location, name_claim, view, hint=data)
             return TableState(view_id, md_location, metadata)
 
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)
 
     def register_view(
         self,
@@ -160,7 +158,6 @@ class ViewCommands(TableCommands):
                 request_id=ctx.request_id,
             )
             name_claim = self._view_claim(existing, warehouse_id, name, view_id, ctx)
-            ns.add_child("view", view_id, actor=ctx.actor, request_id=ctx.request_id)
             hint = self.remember_metadata(metadata_location, metadata)
             self.append_known(
                 None,
@@ -168,13 +165,11 @@ class ViewCommands(TableCommands):
                 (view, metadata_location),
                 name_claim,
                 view,
-                ns,
                 hints={metadata_location: hint},
             )
             return TableState(view_id, metadata_location, metadata)
 
-        with namespace_turn(warehouse_id, name.namespace):
-            return self.retrying(attempt)
+        return self.retrying(attempt)
 
     # -- replace ---------------------------------------------------------------------------
     def replace_view(

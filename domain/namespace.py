@@ -1,4 +1,4 @@
-"""Namespaces (nested): properties and the count of what they contain."""
+"""Namespaces (nested) and their properties."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ class Namespace(Protectable, Aggregate):
     """A namespace. Its id is derived from (warehouse, path), so a dropped namespace that is
     created again continues the same stream (`Recreated`).
 
-    Children (tables, views, sub-namespaces) are counted here: creating a child appends
-    `ChildAdded` in the same save as the child, so a concurrent drop conflicts on this
-    aggregate's version instead of leaving an orphan.
+    What a namespace holds is not counted here any more: the append itself refuses a
+    child in a namespace that is gone and the drop of a namespace that holds something
+    (ADR 0018). `ChildAdded` / `ChildRemoved` are no longer appended; they stay so that
+    logs holding them replay (`children` is folded from them and read by nothing).
     """
 
     TOPIC = "icelog.namespace"
@@ -133,10 +134,6 @@ class Namespace(Protectable, Aggregate):
             request_id=request_id,
         )
 
-    @property
-    def child_total(self) -> int:
-        return sum(self.children.values())
-
     def recreate(self, properties: dict[str, str], *, actor: str, request_id: str) -> None:
         assert self.dropped
         self.trigger_event(
@@ -155,20 +152,6 @@ class Namespace(Protectable, Aggregate):
             self.PropertiesUpdated,
             updated=updated,
             removed=removed,
-            actor=actor,
-            request_id=request_id,
-        )
-
-    def add_child(self, kind: str, child_id: UUID, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ChildAdded, child_kind=kind, child_id=child_id, actor=actor, request_id=request_id
-        )
-
-    def remove_child(self, kind: str, child_id: UUID, *, actor: str, request_id: str) -> None:
-        self.trigger_event(
-            self.ChildRemoved,
-            child_kind=kind,
-            child_id=child_id,
             actor=actor,
             request_id=request_id,
         )

@@ -18,7 +18,6 @@ import orjson
 from icelog.domain.claims import NameClaim
 from icelog.domain.identifiers import NamespaceName
 from icelog.domain.locations import normalize_location
-from icelog.domain.namespace import Namespace
 from icelog.domain.ownership import owned_by_creation
 from icelog.domain.table import Table
 from icelog.domain.view import View
@@ -30,8 +29,8 @@ from icelog.projections.schema import grant_row_id
 CommitRow = tuple[str, bytes, int, str]
 
 # Events that change no read-model row (CatalogView.apply_one has nothing for them):
-# names claimed or released, and a namespace counting its new child.
-_NO_ROW = (NameClaim.Event, Namespace.ChildAdded)
+# names claimed or released.
+_NO_ROW = (NameClaim.Event,)
 _CREATED = (Table.Created, Table.Registered, View.Created, View.Registered)
 
 

@@ -42,14 +42,16 @@ Cursor = Any
 class CatalogView:
     """Applies domain events to the read-model tables through a DB-API cursor."""
 
-    def __init__(self, dialect: str, prefix: str = "", *, guard_locations: bool = False) -> None:
+    def __init__(self, dialect: str, prefix: str = "", *, guard: bool = False) -> None:
         self.dialect = dialect
         self.prefix = prefix
         # Live appends only (the inline projection), never a rebuild of what the log holds:
-        # refuse a table or view location that overlaps another's, inside the append's
-        # transaction, where appends are serialised — two concurrent creates that both
-        # passed the command's check cannot both land.
-        self.guard_locations = guard_locations
+        # inside the append's transaction, where appends are serialised, refuse (as a
+        # conflict: the command reloads and answers) what two concurrent commands that
+        # each passed their own check could otherwise both land — a table or view
+        # location that overlaps another's, something created in a namespace that is
+        # gone, a namespace dropped while it still holds something (ADR 0018).
+        self.guard = guard
 
     def _sql(self, statement: str) -> str:
         statement = statement.replace("{p}", self.prefix)
@@ -247,11 +249,46 @@ class CatalogView:
             self._exec(cur, "DELETE FROM {p}icelog_warehouses WHERE id = ?", (wid,))
 
     # -- namespaces ------------------------------------------------------------------------
+    def _require_namespace(self, cur: Cursor, warehouse_id: str, ns_key: str) -> None:
+        """IntegrityError unless the namespace exists (see `guard`)."""
+        if not self.guard:
+            return
+        self._exec(
+            cur,
+            "SELECT 1 FROM {p}icelog_namespaces WHERE warehouse_id = ? AND ns_key = ?",
+            (warehouse_id, ns_key),
+        )
+        if cur.fetchone() is None:
+            raise IntegrityError(f"the namespace {ns_key!r} does not exist")
+
+    def _require_empty(self, cur: Cursor, nid: str) -> None:
+        """IntegrityError if the namespace holds a table, view (live or soft-dropped),
+        function or namespace (see `guard`). One statement: it runs inside the append."""
+        if not self.guard:
+            return
+        held = "SELECT 1 FROM {p}%s AS c WHERE c.warehouse_id = n.warehouse_id AND c.%s = n.ns_key"
+        inside = " OR ".join(
+            f"EXISTS ({held % (table, column)})"
+            for table, column in (
+                ("icelog_tabulars", "ns_key"),
+                ("icelog_deleted_tabulars", "ns_key"),
+                ("icelog_functions", "ns_key"),
+                ("icelog_namespaces", "parent_key"),
+            )
+        )
+        self._exec(
+            cur, f"SELECT 1 FROM {{p}}icelog_namespaces AS n WHERE n.id = ? AND ({inside})", (nid,)
+        )
+        if cur.fetchone() is not None:
+            raise IntegrityError("the namespace is not empty")
+
     def _namespace(self, cur: Cursor, event: Namespace.Event, hints: Mapping[str, bytes]) -> None:
         nid = str(event.originator_id)
         if isinstance(event, (Namespace.Created, Namespace.Recreated)):
             name = NamespaceName(tuple(event.levels))
             parent = name.parent
+            if parent is not None:
+                self._require_namespace(cur, str(event.warehouse_id), parent.key)
             self._exec(
                 cur,
                 "INSERT INTO {p}icelog_namespaces (id, warehouse_id, ns_key, parent_key, "
@@ -280,6 +317,7 @@ class CatalogView:
                 (hint.decode(), nid),
             )
         elif isinstance(event, Namespace.Dropped):
+            self._require_empty(cur, nid)
             self._exec(cur, "DELETE FROM {p}icelog_namespaces WHERE id = ?", (nid,))
 
     # -- tables and views ------------------------------------------------------------------
@@ -288,7 +326,7 @@ class CatalogView:
     ) -> None:
         """IntegrityError (the append is a conflict: the command reloads, and its own check
         then answers 409) when `location` overlaps another tabular's of the warehouse."""
-        if not self.guard_locations:
+        if not self.guard:
             return
         at = normalize_location(location)
         if warehouse_id is None:
@@ -310,6 +348,22 @@ class CatalogView:
         if cur.fetchone() is not None:
             raise IntegrityError(f"the location {at} overlaps another table's or view's")
 
+    def _require_namespace_of(
+        self, cur: Cursor, table: str, tid: str, namespace: Sequence[str]
+    ) -> None:
+        """IntegrityError unless the namespace exists in the warehouse of tabular `tid`
+        (its row in `table`)."""
+        if not self.guard:
+            return
+        self._exec(
+            cur,
+            f"SELECT 1 FROM {{p}}{table} AS t JOIN {{p}}icelog_namespaces AS n "
+            "ON n.warehouse_id = t.warehouse_id AND n.ns_key = ? WHERE t.id = ?",
+            (NamespaceName(tuple(namespace)).key, tid),
+        )
+        if cur.fetchone() is None:
+            raise IntegrityError("the namespace does not exist")
+
     def _tabular(
         self, cur: Cursor, event: Table.Event | View.Event, hints: Mapping[str, bytes]
     ) -> None:
@@ -318,6 +372,8 @@ class CatalogView:
         stamp = event.timestamp.isoformat()
         kind = "view" if isinstance(event, View.Event) else "table"
         if isinstance(event, (Table.Created, Table.Registered, View.Created, View.Registered)):
+            ns_key = NamespaceName(tuple(event.namespace)).key
+            self._require_namespace(cur, str(event.warehouse_id), ns_key)
             self._refuse_overlap(cur, str(event.warehouse_id), tid, event.location)
             data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
             self._exec(
@@ -362,6 +418,7 @@ class CatalogView:
                 (event.metadata_location, self._blob(data), event.originator_version, stamp, tid),
             )
         elif isinstance(event, (Table.Renamed, View.Renamed)):
+            self._require_namespace_of(cur, "icelog_tabulars", tid, event.namespace)
             self._exec(
                 cur,
                 "UPDATE {p}icelog_tabulars SET ns_key = ?, name = ?, version = ?, updated_at = ? "
@@ -388,6 +445,7 @@ class CatalogView:
             )
             self._exec(cur, "DELETE FROM {p}icelog_tabulars WHERE id = ?", (tid,))
         elif isinstance(event, (Table.Undropped, View.Undropped)):
+            self._require_namespace_of(cur, "icelog_deleted_tabulars", tid, event.namespace)
             # Same columns, with the (possibly new) name and the undrop's version.
             restored = (
                 "id, warehouse_id, ?, ?, kind, location, metadata_location, metadata, ?, "
@@ -416,6 +474,8 @@ class CatalogView:
         fid = str(event.originator_id)
         stamp = event.timestamp.isoformat()
         if isinstance(event, Function.Created):
+            ns_key = NamespaceName(tuple(event.namespace)).key
+            self._require_namespace(cur, str(event.warehouse_id), ns_key)
             data = hints.get(event.metadata_location) or orjson.dumps(event.metadata)
             self._exec(
                 cur,

@@ -450,6 +450,23 @@ class CatalogQueries:
                 return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
         return None
 
+    def namespace_contents(self, warehouse_id: str, ns_key: str) -> dict[str, int]:
+        """What a namespace holds, by kind: table, view, function, namespace (children)
+        and soft-deleted (tables and views), from the indexes on (warehouse, namespace)."""
+        r = self.row(
+            "SELECT "
+            "(SELECT count(*) FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? "
+            "AND kind = 'table'), "
+            "(SELECT count(*) FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? "
+            "AND kind = 'view'), "
+            "(SELECT count(*) FROM icelog_functions WHERE warehouse_id = ? AND ns_key = ?), "
+            "(SELECT count(*) FROM icelog_namespaces WHERE warehouse_id = ? AND parent_key = ?), "
+            "(SELECT count(*) FROM icelog_deleted_tabulars WHERE warehouse_id = ? AND ns_key = ?)",
+            (warehouse_id, ns_key) * 5,
+        )
+        kinds = ("table", "view", "function", "namespace", "soft-deleted")
+        return {kind: int(n) for kind, n in zip(kinds, r or (0,) * 5, strict=True)}
+
     def locations_overlapping(self, warehouse_id: str, location: str) -> list[str]:
         """The locations of every tabular (live or soft-dropped) that equals, contains or
         lies inside `location`."""

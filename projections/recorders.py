@@ -33,7 +33,7 @@ _ABORT = "DO $$ BEGIN RAISE EXCEPTION 'icelog: the read-model update failed'; EN
 
 class InlineSQLiteRecorder(SQLiteApplicationRecorder):
     def __init__(self, datastore: SQLiteDatastore, events_table_name: str = "stored_events"):
-        self.view = CatalogView("sqlite", guard_locations=True)
+        self.view = CatalogView("sqlite", guard=True)
         super().__init__(datastore, events_table_name)
 
     def construct_create_table_statements(self) -> list[str]:
@@ -53,7 +53,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
     def __init__(
         self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
     ) -> None:
-        self.view = CatalogView("postgres", guard_locations=True)
+        self.view = CatalogView("postgres", guard=True)
         # Dead pooled connections after a PostgreSQL restart, 503 when it is down.
         harden_postgres_datastore(datastore)
         super().__init__(datastore, events_table_name=events_table_name)
@@ -106,13 +106,14 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
 
     def append_creates_function(self) -> Composed:
         """The append of a batch that creates tables or views (and may also carry plain
-        commits, name claims and namespace counts) as ONE statement: the rows the inline
-        projection would insert one statement at a time (append_rows.py), with its
-        location guard — a new location that equals, holds or lies below another table's
-        or view's of the warehouse, live or soft-dropped, fails the append as a conflict
-        (SQLSTATE 23505, as a version conflict does; the command's retry then answers
-        409). The new rows go in first, so two creates of one batch see each other.
-        Created by migration 16; `CREATE OR REPLACE`, so safe to repeat."""
+        commits and name claims) as ONE statement: the rows the inline projection would
+        insert one statement at a time (append_rows.py), with its guards (catalog_view.py)
+        — a new location that equals, holds or lies below another table's or view's of
+        the warehouse, live or soft-dropped, or a namespace that no longer exists, fails
+        the append as a conflict (an integrity violation, as a version conflict is; the
+        command's retry then answers 409 or 404). The new rows go in first, so two
+        creates of one batch see each other. Created by migration 16; `CREATE OR
+        REPLACE`, so safe to repeat."""
         overlap = (
             "SELECT 1 FROM unnest(probe_rows, probe_locations) AS p(r, loc) "
             "JOIN {schema}.TABULARS AS t ON t.warehouse_id = new_warehouses[p.r] "
@@ -149,6 +150,12 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             "IF EXISTS (" + overlaps + ") THEN "
             "RAISE EXCEPTION 'icelog: a new location overlaps another table''s or view''s' "
             "USING ERRCODE = 'unique_violation'; "
+            "END IF; "
+            "IF EXISTS (SELECT 1 FROM unnest(new_warehouses, new_ns_keys) AS n(w, k) "
+            "WHERE NOT EXISTS (SELECT 1 FROM {schema}.icelog_namespaces AS s "
+            "WHERE s.warehouse_id = n.w AND s.ns_key = n.k)) THEN "
+            "RAISE EXCEPTION 'icelog: the namespace of a new table or view does not exist' "
+            "USING ERRCODE = 'foreign_key_violation'; "
             "END IF; "
             "INSERT INTO {schema}.icelog_grants (id, object_kind, object_id, relation, "
             "principal_kind, principal_id, created_at) SELECT g.i, g.k, g.o, 'ownership', "

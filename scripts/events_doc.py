@@ -245,7 +245,7 @@ def run_scenario(cat: Catalog) -> None:
     """Every mutating route and every background outcome, in a plausible order."""
     wh = cat.warehouse_id
 
-    # Namespaces: top-level (warehouse.namespace-added), nested (namespace.child-added).
+    # Namespaces: top-level (warehouse.namespace-added), nested.
     cat.rest("POST", "/namespaces", {"namespace": ["sales"], "properties": {"owner": "finance"}})
     cat.rest("POST", "/namespaces", {"namespace": ["sales", "eu"]})
     cat.rest(
@@ -814,7 +814,7 @@ WHEN: dict[str, str] = {
     "icelog.function.created.v1": (
         "A function was created (`POST /management/v1/warehouse/{id}/namespace/{ns-id}/"
         "function`): `metadata` is the first function metadata document (Iceberg UDF spec), "
-        "already written to `metadata-location`. Appended with the namespace's `child-added`."
+        "already written to `metadata-location`."
     ),
     "icelog.function.replaced.v1": (
         "A function was replaced (`PUT …/function/{name}`): `changes` were applied at "
@@ -828,8 +828,8 @@ WHEN: dict[str, str] = {
     # Namespaces
     "icelog.namespace.created.v1": (
         "`createNamespace` (`POST …/namespaces`) for a path that never existed in the "
-        "warehouse. Appended with `warehouse.namespace-added` (top level) or the parent's "
-        "`namespace.child-added`."
+        "warehouse. Appended with `warehouse.namespace-added` (top level); a nested one's "
+        "append checks that its parent still exists (ADR 0018)."
     ),
     "icelog.namespace.recreated.v1": (
         "`createNamespace` for a path that existed before and was dropped: the stream of the "
@@ -840,14 +840,15 @@ WHEN: dict[str, str] = {
         "that changes nothing appends nothing)."
     ),
     "icelog.namespace.child-added.v1": (
-        "Bookkeeping: a table, view or sub-namespace now lives in this namespace (created, "
-        "registered, renamed into it, undropped), or a soft-dropped table or view is set aside "
-        "in it (`child-kind` `soft-deleted`). Appended with the child's own event, so a "
-        "concurrent drop of the namespace conflicts instead of orphaning the child."
+        "Bookkeeping, written before ADR 0018 (logs that hold it still replay): a table, "
+        "view, function or sub-namespace came to live in this namespace (created, registered, "
+        "renamed into it, undropped), or a soft-dropped table or view was set aside in it "
+        "(`child-kind` `soft-deleted`). What a namespace holds is now checked in the append "
+        "of the child's own event and of the namespace's drop."
     ),
     "icelog.namespace.child-removed.v1": (
-        "Bookkeeping: the reverse of `child-added` (the child was dropped, renamed away, "
-        "soft-dropped, undropped or expired)."
+        "Bookkeeping, written before ADR 0018: the reverse of `child-added` (the child was "
+        "dropped, renamed away, soft-dropped, undropped or expired)."
     ),
     "icelog.namespace.dropped.v1": (
         "`dropNamespace` (`DELETE …/namespaces/{ns}`, or the management API by id): an empty "
@@ -1319,8 +1320,6 @@ FIELDS: dict[str, dict[str, str]] = {
 # When one example is better than the first one of its type.
 PREFER: dict[str, Callable[[dict[str, Any]], bool]] = {
     "io.icelog.name-claim.claimed.v1": lambda e: e["data"]["kind"] == "table",
-    "io.icelog.namespace.child-added.v1": lambda e: e["data"]["child-kind"] == "table",
-    "io.icelog.namespace.child-removed.v1": lambda e: e["data"]["child-kind"] == "table",
     "io.icelog.table.expired.v1": lambda e: (
         e["data"]["reason"] == "expired" and e["data"]["purge-task-id"] is not None
     ),
@@ -1460,7 +1459,12 @@ def presence_table(events: list[dict[str, Any]], aggregates: list[str]) -> list[
 
 
 # Event types older releases wrote and this one only reads: no scenario produces them.
-LEGACY_TOPICS = ("icelog.idempotency-key.recorded.v1", "icelog.idempotency-key.rerecorded.v1")
+LEGACY_TOPICS = (
+    "icelog.idempotency-key.recorded.v1",
+    "icelog.idempotency-key.rerecorded.v1",
+    "icelog.namespace.child-added.v1",
+    "icelog.namespace.child-removed.v1",
+)
 
 
 def render(events: list[dict[str, Any]], classes: dict[str, type[Any]]) -> str:

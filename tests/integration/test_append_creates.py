@@ -107,8 +107,8 @@ def test_creates_through_the_api_land_by_the_function_with_the_rows_a_rebuild_fo
         "properties": {},
     }
     assert api.post("/namespaces/db/views", view).status_code == 200
-    # Each create: the name's claim, the table's creation and its namespace's count.
-    assert calls == [3, 3, 3, 3]
+    # Each create: the name's claim and the table's creation, nothing on its namespace.
+    assert calls == [2, 2, 2, 2]
     assert api.get("/namespaces/db/tables/b").status_code == 200
     assert api.get("/namespaces/db/views/v").status_code == 200
     app = api.services.catalog
