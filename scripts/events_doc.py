@@ -1877,7 +1877,8 @@ bookkeeping most consumers ignore:
 
 - {internal}: uniqueness of names, idempotency-key replays, the server's bootstrap;
 - {bookkeeping}: counters that make concurrent drops safe (the interesting event —
-  `table.created`, `warehouse.created`, … — is in the same append);
+  `warehouse.created`, … — is in the same append; the two `namespace.child-*` types are
+  found only in logs written before ADR 0018);
 - `task.*`: the background work behind soft delete and purge; the outcomes that matter to
   consumers are also `table.expired`, `table.purged`, `view.expired`. Useful for operations.
 
