@@ -22,7 +22,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import ApplicationRecorder
 
-from icelog.projections.sql import SqlStore
+from icelog.projections.sql import SqlStore, write_transaction
 
 GENESIS = bytes(32)
 SCHEMA = (
@@ -91,11 +91,14 @@ class AuditChain(SqlStore):
                     previous, n.id, n.originator_id, n.originator_version, n.topic, n.state
                 )
                 rows.append((n.id, previous.hex()))
-            self._run_many(
-                "INSERT INTO icelog_audit_chain (position, link) VALUES (?, ?) "
-                "ON CONFLICT (position) DO NOTHING",
-                rows,
-            )
+            with write_transaction(self._datastore) as cur:
+                self._insert_rows(
+                    cur,
+                    "icelog_audit_chain",
+                    (("position", "int8"), ("link", "text")),
+                    rows,
+                    "ON CONFLICT (position) DO NOTHING",
+                )
             position = batch[-1].id
             done += len(batch)
         return done

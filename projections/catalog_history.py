@@ -64,6 +64,20 @@ _COLUMNS = (
     "warehouse_id, ns_key, kind, name, entity_id, from_position, to_position, state, "
     "properties, project_id"
 )
+# The columns of a version row (`Version.row()`) and of a location row, with their kinds.
+_VERSION_KINDS = (
+    ("warehouse_id", "text"),
+    ("ns_key", "text"),
+    ("kind", "int8"),
+    ("name", "text"),
+    ("entity_id", "text"),
+    ("from_position", "int8"),
+    ("to_position", "int8"),
+    ("state", "text"),
+    ("properties", "text"),
+    ("project_id", "text"),
+)
+_LOCATION_KINDS = (("entity_id", "text"), ("from_position", "int8"), ("metadata_location", "text"))
 _IN_CHUNK = 500  # ids per IN (...) list: well inside SQLite's bound on parameters
 
 
@@ -444,21 +458,8 @@ class CatalogHistory(SqlStore):
                 ),
                 fold.ended,
             )
-        if fold.added:
-            cur.executemany(
-                self._sql(
-                    f"INSERT INTO {VERSIONS} ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                ),
-                [v.row() for v in fold.added],
-            )
-        if fold.locations:
-            cur.executemany(
-                self._sql(
-                    f"INSERT INTO {LOCATIONS} (entity_id, from_position, metadata_location) "
-                    "VALUES (?, ?, ?)"
-                ),
-                fold.locations,
-            )
+        self._insert_rows(cur, VERSIONS, _VERSION_KINDS, [v.row() for v in fold.added])
+        self._insert_rows(cur, LOCATIONS, _LOCATION_KINDS, fold.locations)
 
     def _current(self, cur: Any, ids: Sequence[str]) -> dict[str, Version]:
         found: dict[str, Version] = {}

@@ -12,7 +12,24 @@ from typing import Any
 
 import orjson
 
-from icelog.projections.sql import SqlStore
+from icelog.projections.sql import SqlStore, write_transaction
+
+_COLUMNS = (
+    ("position", "int8"),
+    ("time", "text"),
+    ("time_us", "int8"),
+    ("type", "text"),
+    ("aggregate_id", "text"),
+    ("version", "int8"),
+    ("actor", "text"),
+    ("request_id", "text"),
+    ("warehouse_id", "text"),
+    ("namespace", "text"),
+    ("tabular_id", "text"),
+    ("subject", "text"),
+    ("data", "text"),
+)
+_NO_REPEATS = "ON CONFLICT (position) DO NOTHING"
 
 
 def schema(dialect: str) -> list[str]:
@@ -73,11 +90,6 @@ class EventIndex(SqlStore):
 
     def write(self, rows: Sequence[IndexRow], cur: Any = None) -> None:
         """Index `rows`; with `cur`, inside that (write) transaction."""
-        statement = (
-            "INSERT INTO icelog_event_index (position, time, time_us, type, aggregate_id, version, "
-            "actor, request_id, warehouse_id, namespace, tabular_id, subject, data) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position) DO NOTHING"
-        )
         values = [
             (
                 r.position,
@@ -97,9 +109,13 @@ class EventIndex(SqlStore):
             for r in rows
         ]
         if cur is None:
-            self._run_many(statement, values)
-        elif values:
-            cur.executemany(self._sql(statement), values)
+            with write_transaction(self._datastore) as own:
+                self._insert(own, values)
+        else:
+            self._insert(cur, values)
+
+    def _insert(self, cur: Any, values: list[tuple[Any, ...]]) -> None:
+        self._insert_rows(cur, "icelog_event_index", _COLUMNS, values, _NO_REPEATS)
 
     def query(self, f: EventFilter) -> list[dict[str, Any]]:
         sql = (

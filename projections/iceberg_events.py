@@ -28,6 +28,14 @@ SEPARATOR = "\x1f"  # between name levels in `path`: a level may hold any other 
 GRANT_OPERATIONS = ("x-icelog.grant", "x-icelog.revoke")  # shown to who may read assignments
 SCAN_LIMIT = 10_000  # rows of one stream looked at per request, whatever the filters
 TOKEN_VERSION = 1
+_COLUMNS = tuple(
+    (name, "int8" if name in ("position", "request_group", "timestamp_ms") else "text")
+    for name in (
+        "position", "stream", "object_type", "object_uuid", "path", "from_path",
+        "operation_type", "event_id", "request_id", "request_group", "timestamp_ms", "actor",
+        "operation",
+    )
+)  # fmt: skip
 
 STANDARD_OPERATIONS = frozenset(
     {
@@ -162,19 +170,13 @@ class IcebergEvents(SqlStore):
             self._execute(cur, f"UPDATE {TRACKING} SET position = ? WHERE id = 1", (up_to,))
         if not rows:
             return
-        statement = self._sql(
-            f"INSERT INTO {TABLE} (position, stream, object_type, object_uuid, path, from_path, "
-            "operation_type, event_id, request_id, request_group, timestamp_ms, actor, "
-            "operation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (position) DO NOTHING"
-        )
         values = [
             (r.position, r.stream, r.object_type, r.object_uuid, r.path, r.from_path,
              r.operation_type, r.event_id, r.request_id, r.request_group, r.timestamp_ms,
              r.actor, orjson.dumps(r.operation).decode())
             for r in rows
         ]  # fmt: skip
-        cur.executemany(statement, values)
+        self._insert_rows(cur, TABLE, _COLUMNS, values, "ON CONFLICT (position) DO NOTHING")
 
     def _query(self, cur: Any, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         self._execute(cur, statement, tuple(params))

@@ -60,11 +60,17 @@ def register(adapters: AdaptersMap) -> None:
     adapters.register_dumper(Encoded, EncodedDumper)
 
 
-def _array(element_oid: int, array_oid: int, parts: Sequence[bytes]) -> Encoded:
-    """`parts`: each element already as (length, bytes)."""
+def _array(
+    element_oid: int, array_oid: int, parts: Sequence[bytes], has_nulls: bool = False
+) -> Encoded:
+    """`parts`: each element already as (length, bytes); a NULL is length -1, no bytes."""
     if not parts:
         return Encoded(struct.pack("!iii", 0, 0, element_oid), array_oid)
-    return Encoded(_HEADER.pack(1, 0, element_oid, len(parts), 1) + b"".join(parts), array_oid)
+    header = _HEADER.pack(1, int(has_nulls), element_oid, len(parts), 1)
+    return Encoded(header + b"".join(parts), array_oid)
+
+
+_NULL = _LENGTH.pack(-1)
 
 
 def _sized(data: bytes) -> bytes:
@@ -86,6 +92,25 @@ def int8_array(values: Iterable[int]) -> Encoded:
 
 def int4_array(values: Iterable[int]) -> Encoded:
     return _array(INT4, INT4_ARRAY, [_INT4.pack(4, v) for v in values])
+
+
+def nullable_text_array(values: Iterable[str | None], encoding: str = "utf-8") -> Encoded:
+    parts = [_NULL if v is None else _sized(v.encode(encoding)) for v in values]
+    return _array(TEXT, TEXT_ARRAY, parts, has_nulls=_NULL in parts)
+
+
+def nullable_int8_array(values: Iterable[int | None]) -> Encoded:
+    parts = [_NULL if v is None else _INT8.pack(8, v) for v in values]
+    return _array(INT8, INT8_ARRAY, parts, has_nulls=_NULL in parts)
+
+
+def column_array(kind: str, values: Sequence[Any], encoding: str) -> Encoded:
+    """A column of rows as one array: `kind` "text" or "int8", NULLs allowed."""
+    if kind == "text":
+        return nullable_text_array(values, encoding)
+    if kind == "int8":
+        return nullable_int8_array(values)
+    raise ValueError(f"no binary array for a column of kind {kind!r}")
 
 
 def stored_events_array(

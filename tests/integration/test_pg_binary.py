@@ -93,3 +93,28 @@ def test_a_text_originator_id_is_accepted_for_a_uuid_store(
     )
     row = conn.execute("SELECT (unnest(%b)).originator_id", (encoded,)).fetchone()
     assert row == (ident,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.none() | TEXT, max_size=6),
+    numbers=st.lists(st.none() | INT8, max_size=6),
+    small=st.lists(st.integers(min_value=-(2**31), max_value=2**31 - 1), max_size=6),
+)
+def test_columns_with_nulls_arrive_as_they_were(
+    conn: psycopg.Connection[tuple[object, ...]],
+    texts: list[str | None],
+    numbers: list[int | None],
+    small: list[int],
+) -> None:
+    """The followers' rows (SqlStore._insert_rows): NULLs among the values, int4 ids."""
+    row = conn.execute(
+        "SELECT %b::text[], %b::bigint[], %b::int[]",
+        (
+            pg_binary.column_array("text", texts, "utf-8"),
+            pg_binary.column_array("int8", numbers, "utf-8"),
+            pg_binary.int4_array(small),
+        ),
+    ).fetchone()
+    assert row is not None
+    assert list(row) == [texts, numbers, small]
