@@ -18,6 +18,7 @@ import uvicorn
 
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
+from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.http import ascii_int
@@ -115,6 +116,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         host=host,
         port=port,
         log_level=settings.log_level,
+        http=BatchedHttpProtocol,
         timeout_graceful_shutdown=10,
         **uvicorn_log_options(),
     )

@@ -14,6 +14,7 @@ import sys
 
 import uvicorn
 
+from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.logs import configure_logging, uvicorn_log_options
 
 
@@ -27,6 +28,7 @@ def main(argv: list[str]) -> int:
         port=int(port),
         workers=int(workers),
         log_level=log_level,
+        http=BatchedHttpProtocol,
         # Each worker finishes its requests in flight, as a single-process server does.
         timeout_graceful_shutdown=10,
         **uvicorn_log_options(),
