@@ -295,6 +295,11 @@ def _dict_diff(what: str, old: dict[str, Any], new: dict[str, Any]) -> list[Chan
     return changes
 
 
+# What a table's, view's or function's own event means to the namespace it is in.
+_ARRIVALS = ("created", "registered", "undropped")
+_DEPARTURES = ("dropped", "soft-dropped", "unregistered")
+
+
 def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What each event of a namespace's or warehouse's history changed, from the event data
     alone (in log order, as the events API answers them): properties set, changed and
@@ -322,8 +327,10 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             title = f"namespace {subject} {verb.replace('-', ' ')}"
             if verb in ("created", "recreated"):
                 new = dict(data.get("properties") or {})
-                changes = _dict_diff("property ", {}, new)
+                changes = [Change("+", f"namespace {subject}"), *_dict_diff("property ", {}, new)]
                 props[agg] = new
+            elif verb == "dropped":
+                changes = [Change("-", f"namespace {subject}")]
             elif verb == "properties-updated":
                 old = props.get(agg, {})
                 new = {**old, **(data.get("updated") or {})}
@@ -336,13 +343,13 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ]
                 props[agg] = new
             elif verb in ("child-added", "child-removed"):
-                child = names.get(str(data.get("child-id")), str(data.get("child-id")))
+                # Written before ADR 0018, beside the child's own event, which says it.
                 what = data.get("child-kind", "child")
                 if what == "soft-deleted":
                     what = "soft-deleted table or view"
-                sign = "+" if verb == "child-added" else "-"
-                title = f"namespace {subject}: {what} {'added' if sign == '+' else 'removed'}"
-                changes = [Change(sign, f"{what} {child}")]
+                title = (
+                    f"namespace {subject}: {what} {'added' if verb == 'child-added' else 'removed'}"
+                )
             elif verb == "protection-changed":
                 on = bool(data.get("protected"))
                 changes = [Change("~", "protected" if on else "no longer protected")]
@@ -386,6 +393,10 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 changes = [Change("~", "protected" if on else "no longer protected")]
         elif kind in ("table", "view", "function"):
             title = f"{kind} {subject} {verb.replace('-', ' ')}"
+            if verb in _ARRIVALS:
+                changes = [Change("+", f"{kind} {subject}")]
+            elif verb in _DEPARTURES:
+                changes = [Change("-", f"{kind} {subject}")]
         found.append({**e, "title": title, "changes": changes})
     return found
 
