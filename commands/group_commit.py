@@ -100,19 +100,29 @@ class GroupCommitter:
         if not batch:
             return
         try:
-            self._append(batch)
+            processing = self._append(batch)
         except IntegrityError as exc:
             if len(batch) == 1:
                 batch[0].error = ConcurrentChange(str(exc))
+                batch[0].done.set()
             else:
                 for item in batch:
                     self._commit([item])
-                return
+            return
         except BaseException as exc:
             for item in batch:
                 item.error = exc
+                item.done.set()
+            return
         for item in batch:
             item.done.set()
+        # After the callers are on their way: a snapshot reads the aggregate back, and the
+        # writers waiting on this append need nothing from it.
+        try:
+            self._app._take_snapshots(processing)
+        except Exception:
+            # Snapshots only make loading faster; the next save takes them again.
+            log.warning("could not take snapshots after an append", exc_info=True)
 
     @staticmethod
     def _without_doomed(batch: list[_Save]) -> list[_Save]:
@@ -131,7 +141,7 @@ class GroupCommitter:
             kept.append(item)
         return kept
 
-    def _append(self, batch: list[_Save]) -> None:
+    def _append(self, batch: list[_Save]) -> ProcessingEvent[Any]:
         processing: ProcessingEvent[Any] = ProcessingEvent()
         hints: dict[str, bytes] = {}
         for item in batch:
@@ -158,11 +168,7 @@ class GroupCommitter:
         # The events are in: nothing after this point may report the saves as failed.
         with contextlib.suppress(Exception):
             self._on_append(time.perf_counter() - started, len(batch))
-        try:
-            self._app._take_snapshots(processing)
-        except Exception:
-            # Snapshots only make loading faster; the next save takes them again.
-            log.warning("could not take snapshots after an append", exc_info=True)
+        return processing
 
     def _fault_after_append(self, events: list[Any]) -> None:
         """Fault injection for tests (ICELOG_FAULT_EXIT_AFTER_COMMITS): the process dies,

@@ -61,13 +61,14 @@ def register(adapters: AdaptersMap) -> None:
 
 
 def _array(
-    element_oid: int, array_oid: int, parts: Sequence[bytes], has_nulls: bool = False
+    element_oid: int, array_oid: int, pieces: list[bytes], count: int, has_nulls: bool = False
 ) -> Encoded:
-    """`parts`: each element already as (length, bytes); a NULL is length -1, no bytes."""
-    if not parts:
+    """`pieces`: the `count` elements, each as its length then its bytes (a NULL: length -1
+    and no bytes), joined once with the header — a document is copied once, not per step."""
+    if not count:
         return Encoded(struct.pack("!iii", 0, 0, element_oid), array_oid)
-    header = _HEADER.pack(1, int(has_nulls), element_oid, len(parts), 1)
-    return Encoded(header + b"".join(parts), array_oid)
+    header = _HEADER.pack(1, int(has_nulls), element_oid, count, 1)
+    return Encoded(b"".join([header, *pieces]), array_oid)
 
 
 _NULL = _LENGTH.pack(-1)
@@ -77,31 +78,48 @@ def _sized(data: bytes) -> bytes:
     return _LENGTH.pack(len(data)) + data
 
 
+def _byte_strings(values: Iterable[bytes | None]) -> tuple[list[bytes], int, bool]:
+    pieces: list[bytes] = []
+    count, nulls = 0, False
+    for value in values:
+        count += 1
+        if value is None:
+            pieces.append(_NULL)
+            nulls = True
+        else:
+            pieces += (_LENGTH.pack(len(value)), value)
+    return pieces, count, nulls
+
+
 def text_array(values: Iterable[str], encoding: str = "utf-8") -> Encoded:
     """Text in binary form is the client encoding's bytes (psycopg's own dumper does so)."""
-    return _array(TEXT, TEXT_ARRAY, [_sized(v.encode(encoding)) for v in values])
+    pieces, count, _ = _byte_strings(v.encode(encoding) for v in values)
+    return _array(TEXT, TEXT_ARRAY, pieces, count)
 
 
 def bytea_array(values: Iterable[bytes]) -> Encoded:
-    return _array(BYTEA, BYTEA_ARRAY, [_sized(bytes(v)) for v in values])
+    pieces, count, _ = _byte_strings(bytes(v) for v in values)
+    return _array(BYTEA, BYTEA_ARRAY, pieces, count)
 
 
 def int8_array(values: Iterable[int]) -> Encoded:
-    return _array(INT8, INT8_ARRAY, [_INT8.pack(8, v) for v in values])
+    pieces = [_INT8.pack(8, v) for v in values]
+    return _array(INT8, INT8_ARRAY, pieces, len(pieces))
 
 
 def int4_array(values: Iterable[int]) -> Encoded:
-    return _array(INT4, INT4_ARRAY, [_INT4.pack(4, v) for v in values])
+    pieces = [_INT4.pack(4, v) for v in values]
+    return _array(INT4, INT4_ARRAY, pieces, len(pieces))
 
 
 def nullable_text_array(values: Iterable[str | None], encoding: str = "utf-8") -> Encoded:
-    parts = [_NULL if v is None else _sized(v.encode(encoding)) for v in values]
-    return _array(TEXT, TEXT_ARRAY, parts, has_nulls=_NULL in parts)
+    pieces, count, nulls = _byte_strings(None if v is None else v.encode(encoding) for v in values)
+    return _array(TEXT, TEXT_ARRAY, pieces, count, has_nulls=nulls)
 
 
 def nullable_int8_array(values: Iterable[int | None]) -> Encoded:
-    parts = [_NULL if v is None else _INT8.pack(8, v) for v in values]
-    return _array(INT8, INT8_ARRAY, parts, has_nulls=_NULL in parts)
+    pieces = [_NULL if v is None else _INT8.pack(8, v) for v in values]
+    return _array(INT8, INT8_ARRAY, pieces, len(pieces), has_nulls=_NULL in pieces)
 
 
 def column_array(kind: str, values: Sequence[Any], encoding: str) -> Encoded:
@@ -147,4 +165,4 @@ def stored_events_array(
             )
         )
         parts.append(_sized(record))
-    return _array(type_oid, array_oid, parts)
+    return _array(type_oid, array_oid, parts, len(parts))

@@ -4,6 +4,7 @@ statement on it fails and when it is old, and given back before the pool closes.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import psycopg
@@ -12,6 +13,7 @@ from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
 from icelog.api.services import Services
+from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.projections.recorders import InlinePostgresRecorder
 from icelog.projections.sql import HeldConnection
 from tests.integration.conftest import SCHEMA, Api, create_table, replica_settings
@@ -107,3 +109,27 @@ def test_a_small_pool_is_never_starved_by_the_held_connection(pg_api: Api) -> No
         assert recorder._append_connection._held is None
     finally:
         services.close()
+
+
+def test_a_table_is_still_snapshotted_at_its_hundredth_event(
+    pg_api: Api,
+) -> None:
+    """The group committer takes aggregate snapshots (now after it has woken the writers)."""
+    api = pg_api
+    _table_with_commits(api, 99)  # created + 99 commits: version 100
+    catalog = api.services.catalog
+    table = catalog.find_table(api.services.warehouse_for_prefix(api.prefix), _name("db", "t"))
+    assert table is not None
+    table_id = table.id
+    snapshots = catalog.snapshots
+    assert snapshots is not None
+    deadline = time.monotonic() + 10
+    while not list(snapshots.get(table_id)):
+        assert time.monotonic() < deadline, "no snapshot taken at version 100"
+        time.sleep(0.05)
+    assert list(snapshots.get(table_id))[-1].originator_version == 100
+    assert api.get("/namespaces/db/tables/t").status_code == 200
+
+
+def _name(ns: str, name: str) -> TabularName:
+    return TabularName(NamespaceName((ns,)), name)
