@@ -135,12 +135,14 @@ def _append_function(cur: Any, target: Target) -> None:
 
 
 def _append_creates_function(cur: Any, target: Target) -> None:
-    """PostgreSQL: the one-statement append of creates (projections/recorders.py)."""
+    """PostgreSQL: the one-statement append of creates, and both append functions kept to
+    index plans (projections/recorders.py): step 6's function is replaced in place."""
     if target.dialect != "postgres":
         return
     for recorder in target.recorders:
         if hasattr(recorder, "append_creates_function"):
             cur.execute(recorder.append_creates_function(), prepare=False)
+            cur.execute(recorder.append_commits_function(), prepare=False)
 
 
 def _task_results(cur: Any, target: Target) -> None:
@@ -187,7 +189,7 @@ STEPS: tuple[Step, ...] = (
     Step(15, "locations found by index (overlap checks)", _statements(location_overlap.indexes)),
     Step(
         16,
-        "one-statement append of creates (PostgreSQL function)",
+        "one-statement append of creates; append functions keep index plans",
         _append_creates_function,
         dialects=("postgres",),
     ),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID, uuid4
 
+import psycopg
 import pytest
 from eventsourcing.persistence import IntegrityError
 
@@ -176,3 +177,56 @@ def test_a_creating_user_owns_what_the_function_created(pg_api: Api) -> None:
     assert grants == [("table", "ownership", "user", "oidc~alice")]
     app = api.services.catalog
     assert maintenance.verify(app.recorder, app.mapper).differences == []
+
+
+def test_the_append_functions_reach_rows_by_index_whatever_the_catalog_size(pg_api: Api) -> None:
+    """PL/pgSQL keeps a function's plans for the session: made on a small catalog, a kept
+    plan read every tabular at every append (a sequential scan). Both append functions,
+    called on one connection while the catalog is small and again after it grew, scan no
+    table sequentially (checked in the transaction's own statistics, then rolled back)."""
+    api = pg_api
+    api.post("/namespaces", {"namespace": ["db"]})
+    create_table(api, "db", "base")
+    recorder = _recorder(api)
+    event_type = recorder.stored_event_type_name
+    row = _rows(
+        api, "SELECT id, metadata_location, metadata, version, warehouse_id FROM icelog_tabulars"
+    )[0]
+    table_id, location, document, version, warehouse = row
+    commit = (
+        f"SELECT * FROM icelog_append_commits(ARRAY[]::{event_type}[], %s::text[], "
+        "%s::text[], %s::bytea[], %s::bigint[], %s::text[])"
+    )
+    commit_args = ([table_id], [location], [bytes(document)], [version], ["2026-01-01"])
+    create = (
+        f"SELECT * FROM icelog_append_creates(ARRAY[]::{event_type}[], {', '.join(['%s'] * 22)})"
+    )
+
+    def create_args(n: int) -> list[Any]:
+        new_id, at = f"new-{n}", f"file:///nowhere/new-{n}"
+        return [
+            [new_id], [warehouse], ["db"], [f"new{n}"], ["table"], [at], [f"{at}/m.json"],
+            [b"{}"], [1], ["2026-01-01"], [1, 1], ["file:///nowhere", at],
+            [], [], [], [], [], [], [], [], [], [],
+        ]  # fmt: skip
+
+    url = api.services.settings.database_url
+    assert url is not None
+    with psycopg.connect(url) as conn:  # one session: the plans it keeps
+        for n in range(6):  # past PostgreSQL's first custom plans: a generic plan is kept
+            conn.execute(commit, commit_args)
+            conn.execute(create, create_args(n))
+        conn.execute(
+            "INSERT INTO icelog_tabulars SELECT 'grown-' || n, %s, 'db', 'grown' || n, "
+            "'table', 'file:///grown/' || n, 'm', '\\x7b7d', 1, 'now', 'now' "
+            "FROM generate_series(1, 3000) n",
+            (warehouse,),
+        )
+        conn.execute(commit, commit_args)
+        conn.execute(create, create_args(6))
+        scans = conn.execute(
+            "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname IN "
+            "('icelog_tabulars', 'icelog_deleted_tabulars', 'icelog_namespaces')"
+        ).fetchall()
+        conn.rollback()
+    assert scans and all(seq == 0 for _, seq in scans), scans
