@@ -2,7 +2,7 @@
 
 Each command writes the function's new metadata file (below the function's location, inside
 the warehouse's storage, through the warehouse's FileIO) and appends its events in one
-save: the name claim, the function and its namespace's child count on create and drop."""
+save: the name claim and the function (the append checks that its namespace exists, ADR 0018)."""
 
 from __future__ import annotations
 

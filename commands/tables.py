@@ -165,6 +165,8 @@ class TableCommands(NamespaceCommands):
         key = (warehouse_id, name)
         if known and key in self._known_namespaces:
             return namespace_id(warehouse_id, name)
+        # Forgotten until read again: a namespace dropped elsewhere is not tried again.
+        self._known_namespaces.discard(key)
         ns = self.get_namespace(warehouse_id, name)
         if len(self._known_namespaces) > 100_000:
             self._known_namespaces.clear()

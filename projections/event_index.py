@@ -108,6 +108,8 @@ class EventIndex(SqlStore):
             )
             for r in rows
         ]
+        if not values:
+            return
         if cur is None:
             with write_transaction(self._datastore) as own:
                 self._insert(own, values)

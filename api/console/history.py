@@ -397,6 +397,10 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 changes = [Change("+", f"{kind} {subject}")]
             elif verb in _DEPARTURES:
                 changes = [Change("-", f"{kind} {subject}")]
+            elif verb == "renamed":
+                before = ".".join([*(data.get("from-namespace") or []), str(data.get("from-name"))])
+                after = ".".join([*(data.get("namespace") or []), str(data.get("name"))])
+                changes = [Change("~", f"{kind} {before} → {after}")]
         found.append({**e, "title": title, "changes": changes})
     return found
 

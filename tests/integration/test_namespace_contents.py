@@ -80,6 +80,9 @@ def test_creates_land_whatever_another_replica_did_to_the_namespace_unless_it_dr
     assert len(seen) == 1, "the stale attempt failed in the append"
     assert topics_after(api, head) == []
     assert metadata_files(api) == files, "the refused attempt's metadata file is removed"
+    again = api.post("/namespaces/db/tables", {"name": "f", "schema": SCHEMA})
+    assert again.status_code == 404, again.text
+    assert len(seen) == 1, "a namespace found gone is read again, not appended into"
 
 
 def test_a_drop_that_passed_its_own_check_fails_in_the_append_when_the_namespace_holds_something(
