@@ -260,6 +260,9 @@ class LifecycleCommands(ProtectionCommands):
             warehouse = self.get_warehouse(warehouse_id)
             file_io = self.file_io(warehouse.storage_profile)
             loaded: dict[UUID, Aggregate] = {}  # one object per aggregate in this append
+            # Each namespace read once, for its 404; the append checks that it still
+            # exists (ADR 0018).
+            namespaces: dict[NamespaceName, UUID] = {}
             taken: set[TabularName] = set()
             for target in targets:
                 tabular = self._deleted_tabular(warehouse_id, target.tabular_id)
@@ -277,11 +280,11 @@ class LifecycleCommands(ProtectionCommands):
                         f"{tabular.metadata_location} is gone (were its files deleted by a "
                         "client, e.g. Spark's DROP TABLE ... PURGE?)"
                     )
-                # Read for its 404; the append checks that it still exists (ADR 0018).
-                ns = self.get_namespace(warehouse_id, ns_name)
+                if ns_name not in namespaces:
+                    namespaces[ns_name] = self.get_namespace(warehouse_id, ns_name).id
                 expiration = self._get_task(tabular.pending_expiration)
                 tabular.undrop(
-                    namespace_id=ns.id,
+                    namespace_id=namespaces[ns_name],
                     namespace=ns_name.as_list(),
                     name=dest.name,
                     actor=ctx.actor,

@@ -723,7 +723,7 @@ class TableCommands(NamespaceCommands):
                     )
                 raise AlreadyExistsError(f"Table already exists: {dest.dotted}")
             new_claim = self._table_claim(target, warehouse_id, dest, table.id, ctx)
-            self.move_tabular(ctx, warehouse_id, table, "table", source, dest, dest_ns, new_claim)
+            self.move_tabular(ctx, warehouse_id, table, source, dest, dest_ns, new_claim)
 
         self.retrying(attempt)
 
@@ -732,7 +732,6 @@ class TableCommands(NamespaceCommands):
         ctx: RequestContext,
         warehouse_id: UUID,
         tabular: Table | View,
-        kind: str,
         source: TabularName,
         dest: TabularName,
         dest_ns: Namespace,

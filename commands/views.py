@@ -232,6 +232,6 @@ class ViewCommands(TableCommands):
                     f"Cannot rename {source.dotted} to {dest.dotted}. {kind} already exists"
                 )
             new_claim = self._view_claim(target, warehouse_id, dest, view.id, ctx)
-            self.move_tabular(ctx, warehouse_id, view, "view", source, dest, dest_ns, new_claim)
+            self.move_tabular(ctx, warehouse_id, view, source, dest, dest_ns, new_claim)
 
         self.retrying(attempt)

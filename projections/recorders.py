@@ -37,6 +37,21 @@ _ABORT = "DO $$ BEGIN RAISE EXCEPTION 'icelog: the read-model update failed'; EN
 # rows through their indexes whatever the size (planning at every call instead cost
 # ~0.25 ms per append).
 _INDEXED_PLANS = "SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off"
+# What both append functions begin with (lock the log, insert the events, return their
+# positions) and the row moves of plain commits they both make.
+_APPEND_EVENTS = (
+    "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
+    "RETURN QUERY INSERT INTO {schema}.{table} AS t "
+    "(originator_id, originator_version, topic, state) "
+    "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
+    "RETURNING notification_id; "
+)
+_MOVE_COMMITTED = (
+    "UPDATE {schema}.icelog_tabulars AS t SET metadata_location = u.ml, "
+    "metadata = u.md, version = u.v, updated_at = u.ua "
+    "FROM unnest(locations, documents, versions, stamps, ids) AS u(ml, md, v, ua, id) "
+    "WHERE t.id = u.id; "
+)
 
 
 class InlineSQLiteRecorder(SQLiteApplicationRecorder):
@@ -87,6 +102,13 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
 
         datastore.close = close  # type: ignore[method-assign]
 
+    def _function_names(self) -> dict[str, Identifier]:
+        return {
+            "schema": Identifier(self.datastore.schema),
+            "event": Identifier(self.stored_event_type_name),
+            "table": Identifier(self.events_table_name),
+        }
+
     def append_commits_function(self) -> Composed:
         """The append of a batch of plain commits as ONE statement (see `insert_events`):
         lock the log, insert the events, move the read-model rows, in the statement's own
@@ -96,22 +118,8 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             "events {schema}.{event}[], ids text[], locations text[], documents bytea[], "
             "versions bigint[], stamps text[]) RETURNS SETOF bigint LANGUAGE plpgsql "
             f"{_INDEXED_PLANS} AS $body$ "
-            "BEGIN "
-            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-            "RETURN QUERY INSERT INTO {schema}.{table} AS t "
-            "(originator_id, originator_version, topic, state) "
-            "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
-            "RETURNING notification_id; "
-            "UPDATE {schema}.icelog_tabulars AS t SET metadata_location = u.ml, "
-            "metadata = u.md, version = u.v, updated_at = u.ua "
-            "FROM unnest(locations, documents, versions, stamps, ids) AS u(ml, md, v, ua, id) "
-            "WHERE t.id = u.id; "
-            "END $body$"
-        ).format(
-            schema=Identifier(self.datastore.schema),
-            event=Identifier(self.stored_event_type_name),
-            table=Identifier(self.events_table_name),
-        )
+            "BEGIN " + _APPEND_EVENTS + _MOVE_COMMITTED + "END $body$"
+        ).format(**self._function_names())
 
     def append_creates_function(self) -> Composed:
         """The append of a batch that creates tables or views (and may also carry plain
@@ -147,12 +155,8 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             f"{_INDEXED_PLANS} AS $body$ "
             "DECLARE held text[]; overlapping boolean; "
             "BEGIN "
-            "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
-            "RETURN QUERY INSERT INTO {schema}.{table} AS t "
-            "(originator_id, originator_version, topic, state) "
-            "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
-            "RETURNING notification_id; "
-            "INSERT INTO {schema}.icelog_tabulars (id, warehouse_id, ns_key, name, kind, "
+            + _APPEND_EVENTS
+            + "INSERT INTO {schema}.icelog_tabulars (id, warehouse_id, ns_key, name, kind, "
             "location, metadata_location, metadata, version, created_at, updated_at) "
             "SELECT u.*, u.c FROM unnest(new_ids, new_warehouses, new_ns_keys, new_names, "
             "new_kinds, new_locations, new_metadata_locations, new_documents, new_versions, "
@@ -177,18 +181,9 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             "principal_kind, principal_id, created_at) SELECT g.i, g.k, g.o, 'ownership', "
             "'user', g.p, g.s FROM unnest(grant_ids, grant_kinds, grant_objects, "
             "grant_owners, grant_stamps) AS g(i, k, o, p, s) ON CONFLICT (id) DO NOTHING; "
-            "IF array_length(ids, 1) > 0 THEN "
-            "UPDATE {schema}.icelog_tabulars AS t SET metadata_location = u.ml, "
-            "metadata = u.md, version = u.v, updated_at = u.ua "
-            "FROM unnest(locations, documents, versions, stamps, ids) AS u(ml, md, v, ua, id) "
-            "WHERE t.id = u.id; "
-            "END IF; "
+            "IF array_length(ids, 1) > 0 THEN " + _MOVE_COMMITTED + "END IF; "
             "END $body$"
-        ).format(
-            schema=Identifier(self.datastore.schema),
-            event=Identifier(self.stored_event_type_name),
-            table=Identifier(self.events_table_name),
-        )
+        ).format(**self._function_names())
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
