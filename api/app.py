@@ -23,7 +23,7 @@ from icelog.api.console import console_routes
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
 from icelog.api.event_log import make_indexer
-from icelog.api.hot_load import HotLoadTable
+from icelog.api.hot_load import HotLoadTable, LoadTableLane
 from icelog.api.http import RawPathMiddleware, json_response
 from icelog.api.idempotency import KEYED_ROUTES, idempotent
 from icelog.api.logs import configure_logging, level_number
@@ -122,8 +122,9 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             if services is None:
                 svc.close()
 
+    found = routes()
     app = Starlette(
-        routes=routes(),
+        routes=found,
         lifespan=lifespan,
         exception_handlers={
             CatalogError: catalog_error,
@@ -136,6 +137,12 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
     app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.metrics = figures.registry
     app.state.known_users = KnownUsers()
+    # Innermost (inside authentication): GET loadTable goes past the router (api/hot_load.py).
+    app.add_middleware(
+        LoadTableLane,
+        routes=found,
+        handlers={CatalogError: catalog_error, HTTPException: http_error},
+    )
     # Inside RawPathMiddleware, which copies the scope: the router's `route` (the template
     # the metrics and the access log name) is set on the scope this middleware holds.
     if settings.auth.enabled:
