@@ -10,6 +10,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -51,6 +52,18 @@ STORAGE_PROFILE_TTL_S = 2.0
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class WarehouseStorage:
+    """A warehouse as a create sees it: where its tables go and how they are written."""
+
+    id: UUID
+    storage_profile: dict[str, Any]
+
+    @property
+    def base_location(self) -> str:
+        return str(self.storage_profile["base-location"])
 
 
 class MetadataCache:
@@ -176,6 +189,24 @@ class CatalogBase(Application[UUID]):
             raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
         self._storage_cache[warehouse_id] = (time.monotonic(), warehouse.storage_profile)
         return warehouse.storage_profile
+
+    def warehouse_storage(self, warehouse_id: UUID, *, fresh: bool) -> WarehouseStorage:
+        """What a create needs of its warehouse: its id and storage profile.
+
+        Not `fresh`, from the storage profile cache (`storage_profile`'s, a moment old at
+        most) without reading the Warehouse aggregate, whose read was ~13 % of a create's
+        CPU: a create appends only into a namespace that still exists (the append checks
+        it), a namespace exists only in a live warehouse (one is deleted only when it holds
+        no namespace), and a warehouse's base location and storage type never change —
+        what a moment's staleness can differ in is a rotated credential, as for commits.
+        `fresh` (a retry) reads the aggregate, and renews the cache."""
+        if not fresh:
+            return WarehouseStorage(warehouse_id, self.storage_profile(warehouse_id))
+        warehouse = self.get_or_none(warehouse_id, Warehouse)
+        if warehouse is None or warehouse.deleted:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
+        self._storage_cache[warehouse_id] = (time.monotonic(), warehouse.storage_profile)
+        return WarehouseStorage(warehouse_id, warehouse.storage_profile)
 
     def file_io(self, storage_profile: dict[str, Any]) -> FileIO:
         """The FileIO for a warehouse's storage profile (S3 with its stored credential)."""

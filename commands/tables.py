@@ -13,7 +13,7 @@ from uuid import RFC_4122, UUID, uuid4
 import orjson
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
 
-from icelog.commands.base import now_ms
+from icelog.commands.base import WarehouseStorage, now_ms
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.commands.namespaces import NamespaceCommands
 from icelog.commands.turns import TABLE_TURNS
@@ -242,7 +242,7 @@ class TableCommands(NamespaceCommands):
             raise AlreadyExistsError(f"Table already exists: {name.dotted}")
         return existing
 
-    def _check_location(self, warehouse: Warehouse, location: Any) -> Location:
+    def _check_location(self, warehouse: Warehouse | WarehouseStorage, location: Any) -> Location:
         """A table or view location a client chose: it parses, lies strictly inside the
         warehouse and overlaps no other table or view."""
         parsed = Location.parse(location, "table location")
@@ -260,7 +260,11 @@ class TableCommands(NamespaceCommands):
         return parsed
 
     def _new_location(
-        self, warehouse: Warehouse, name: TabularName, requested: str | None, tabular_id: UUID
+        self,
+        warehouse: Warehouse | WarehouseStorage,
+        name: TabularName,
+        requested: str | None,
+        tabular_id: UUID,
     ) -> str:
         """A new table's or view's location: the requested one if it is free and inside the
         warehouse, else `<warehouse>/<namespace>/<name>-<id>`."""
@@ -299,9 +303,10 @@ class TableCommands(NamespaceCommands):
 
         def attempt() -> TableState:
             nonlocal first
-            warehouse = self.get_warehouse(warehouse_id)
-            # The name's claim is always read: a taken name answers 409 without a failed
-            # append. The namespace is read only when not known to exist, or on a retry.
+            # The warehouse is read only on a retry (see `warehouse_storage`); the name's
+            # claim is always read: a taken name answers 409 without a failed append. The
+            # namespace is read only when not known to exist, or on a retry.
+            warehouse = self.warehouse_storage(warehouse_id, fresh=not first)
             ns_id = self.existing_namespace_id(
                 warehouse_id, name.namespace, known=first and not stage
             )
@@ -328,7 +333,7 @@ class TableCommands(NamespaceCommands):
     def _append_new_table(
         self,
         ctx: RequestContext,
-        warehouse: Warehouse,
+        warehouse: Warehouse | WarehouseStorage,
         ns_id: UUID,
         existing: NameClaim | None,
         name: TabularName,

@@ -141,3 +141,38 @@ def test_a_taken_name_is_refused_without_a_failed_append(
     ]
     assert positions == list(range(head + 1, head + 1 + len(positions))), positions
     assert not seen, "no attempt was lost to a conflict"
+
+
+def test_a_create_in_a_warehouse_deleted_on_another_replica_is_refused_by_the_append(
+    api: Api, replica: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A create uses this process's copy of its warehouse's storage without reading the
+    warehouse: a live namespace (checked in the append) is what proves a live warehouse."""
+    seen = count_conflicts(api, monkeypatch)
+    root = api.services.settings.data_dir / "warehouses" / "w2"
+    made = api.client.post(
+        "/management/v1/warehouse",
+        json={
+            "warehouse-name": "w2",
+            "storage-profile": {"type": "file", "base-location": f"file://{root}"},
+            "delete-profile": {"type": "hard"},
+        },
+    )
+    assert made.status_code in (200, 201), made.text
+    wid = made.json()["warehouse-id"]
+    base = f"/catalog/v1/{wid}/namespaces/db"
+    assert api.client.post(f"/catalog/v1/{wid}/namespaces", json={"namespace": ["db"]}).is_success
+    first = api.client.post(f"{base}/tables", json={"name": "a", "schema": SCHEMA})
+    assert first.status_code == 200, first.text
+
+    assert replica.delete(f"{base}/tables/a").status_code == 204
+    assert replica.delete(base).status_code == 204
+    gone = replica.delete(f"/management/v1/warehouse/{wid}")
+    assert gone.status_code in (200, 204), gone.text
+    files = set(root.rglob("*.metadata.json"))
+    head = api.services.catalog.recorder.max_notification_id() or 0
+    refused = api.client.post(f"{base}/tables", json={"name": "b", "schema": SCHEMA})
+    assert refused.status_code == 404, refused.text
+    assert len(seen) == 1, "the first attempt used what it knew, and failed in the append"
+    assert topics_after(api, head) == []
+    assert set(root.rglob("*.metadata.json")) == files, "its metadata file is removed"
