@@ -11,6 +11,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from icelog.api.logs import request_id_var
 from icelog.api.models.catalog import PageQuery
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import BadRequestError
@@ -52,7 +53,9 @@ def parse_uuid(value: Any, what: str) -> uuid.UUID:
 def context(request: Request) -> RequestContext:
     """Who asks: the authenticated user (`oidc~<subject>`), or `anonymous` without a
     provider (api/auth/authenticate.py)."""
-    request_id = request.headers.get("x-request-id") or str(uuid.uuid4())
+    # The observability middleware's id (the client's when usable), in the request's
+    # context; a header or a new id only where no middleware ran (bare test apps).
+    request_id = request_id_var.get() or request.headers.get("x-request-id") or str(uuid.uuid4())
     principal = getattr(request.state, "principal", None)
     actor = "anonymous" if principal is None else principal.user_id
     return RequestContext(actor=actor, request_id=request_id[:128])

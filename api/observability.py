@@ -1,9 +1,9 @@
 """Per-request observability and limits, in one pure-ASGI middleware (one pass, no thread hop):
 
 - request id: `X-Request-ID` from the request (1 to 128 visible ASCII characters) or a new
-  one (16 random hex digits per process, then a counter); echoed in the response and
-  written into the request's headers, so the events the request appends (api/http.py
-  `context()`) carry the same id as its log lines;
+  one (16 random hex digits per process, then a counter); echoed in the response and set
+  as the request's context variable (`logs.request_id_var`), so the events the request
+  appends (api/http.py `context()`) carry the same id as its log lines;
 - metrics: count and latency by route template, method and status; 409
   `CommitFailedException` answers as rejected commit conflicts (api/metrics.py);
 - access log: one line per request on logger `icelog.access` (api/logs.py), without the
@@ -229,11 +229,10 @@ class ObservabilityMiddleware:
                 except ValueError:
                     declared = None
         if request_id is None:
-            # Generated (or the client's was unusable): put it where context() reads it.
+            # Generated (or the client's was unusable). Handlers read it from the context
+            # variable (api/http.py `context()`), not from the request's headers: rewriting
+            # them cost a copy of the scope and its headers on most requests.
             request_id = f"{_ID_PREFIX}-{next(_ID_COUNTER):012x}"
-            headers = [h for h in scope["headers"] if h[0] != REQUEST_ID_HEADER]
-            headers.append((REQUEST_ID_HEADER, request_id.encode("ascii")))
-            scope = {**scope, "headers": headers}
         token = request_id_var.set(request_id)
         method: str = scope["method"]
         exchange = _Exchange(
