@@ -64,13 +64,18 @@ def context(request: Request) -> RequestContext:
 def path_param(request: Request, name: str) -> str:
     """Path params arrive still percent-encoded (see RawPathMiddleware): decode here.
     Java encodes with URLEncoder (space → '+'), and every client sends '+' as %2B."""
-    return unquote_plus(request.path_params[name])
+    raw: str = request.path_params[name]
+    # Most names need no decoding (unquote_plus would return them unchanged).
+    return unquote_plus(raw) if "%" in raw or "+" in raw else raw
 
 
 def namespace_param(request: Request) -> NamespaceName:
     """Split on the separator BEFORE decoding, so an encoded '%2F' inside a level stays."""
-    raw = request.path_params["namespace"]
-    levels = tuple(unquote_plus(part) for part in _SEPARATOR.split(raw))
+    raw: str = request.path_params["namespace"]
+    if "%" not in raw and "+" not in raw and "\x1f" not in raw:
+        levels: tuple[str, ...] = (raw,)  # one level, nothing to decode: the common case
+    else:
+        levels = tuple(unquote_plus(part) for part in _SEPARATOR.split(raw))
     if any(not level for level in levels):
         raise BadRequestError(f"Invalid namespace: {unquote_plus(raw)!r}")
     return NamespaceName(levels)

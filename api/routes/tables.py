@@ -33,6 +33,7 @@ from icelog.api.models.catalog import (
     TableIdentifier,
 )
 from icelog.api.routes import prefix, services
+from icelog.api.services import Services
 from icelog.api.storage_access import TableAccess
 from icelog.api.threads import run_in_thread
 from icelog.commands.catalog import TableState
@@ -180,15 +181,19 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
         mode = request.query_params.get("snapshots") or "all"
     if mode not in ("all", "refs"):
         raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
-    access = await _access_for_row(request, wid, name, row.id)
+    if _file_warehouse(svc, wid):
+        # Nothing vended, no signer: the fields are always the same.
+        fields, vended = _PLAIN_FIELDS, False
+    else:
+        access = await _access_for_row(request, wid, name, row.id)
+        fields, vended = orjson.dumps(access.response_fields())[1:], access.vended
     # Vended credentials expire: such a response must not be answered with 304 later.
-    etag = None if access.vended else _etag(row.id, row.version, mode)
-    if etag is not None and request.headers.get("if-none-match") == etag:
+    etag = None if vended else _etag(row.id, row.version, mode)
+    if etag is not None and _if_none_match(request) == etag:
         return 304, b"", etag
     metadata = row.metadata
     if mode == "refs":
         metadata = orjson.dumps(_refs_only(orjson.loads(metadata)))
-    fields = access.response_fields()
     # The stored document is sent as-is: no parse, no re-serialisation on the hot path.
     body = (
         b'{"metadata-location":'
@@ -196,9 +201,27 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
         + b',"metadata":'
         + metadata
         + b","
-        + orjson.dumps(fields)[1:]
+        + fields
     )
     return 200, body, etag
+
+
+# The response fields of a table in a file warehouse (`TableAccess()`), after the '{'.
+_PLAIN_FIELDS = orjson.dumps(TableAccess().response_fields())[1:]
+
+
+def _file_warehouse(svc: Services, warehouse_id: UUID) -> bool:
+    """Whether the warehouse's recently read profile is a file one (False: not known)."""
+    cached = svc.catalog.cached_storage_profile(warehouse_id)
+    return cached is not None and cached.get("type") == "file"
+
+
+def _if_none_match(request: Request) -> str | None:
+    """The If-None-Match header, read from the scope (no Headers object on the hot path)."""
+    for key, value in request.scope["headers"]:
+        if key == b"if-none-match":
+            return str(value.decode("latin-1"))
+    return None
 
 
 async def _access_for_row(
@@ -207,8 +230,7 @@ async def _access_for_row(
     """File warehouses answer from the cached profile on the loop; S3 ones may call STS,
     so that work goes to a thread."""
     svc = services(request)
-    cached = svc.catalog.cached_storage_profile(warehouse_id)
-    if cached is not None and cached.get("type") == "file":
+    if _file_warehouse(svc, warehouse_id):
         return TableAccess()
 
     def build() -> TableAccess:
