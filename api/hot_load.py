@@ -65,7 +65,7 @@ class HotLoadTable:
         if etag is not None:
             headers.append((b"etag", etag.encode("latin-1")))
         if status != 304:
-            headers += [(b"content-length", str(len(body)).encode("latin-1")), _JSON]
+            headers += [(b"content-length", b"%d" % len(body)), _JSON]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 

@@ -165,6 +165,7 @@ class Services:
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _prefixes: dict[str, UUID] = field(default_factory=dict)
+    _warehouse_texts: dict[UUID, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, settings: Settings, *, upgrade_schema: bool | None = None) -> Services:
@@ -285,6 +286,17 @@ class Services:
         with self._lock:
             self._default_warehouse = (now, found["id"])
         return str(found["id"])
+
+    def warehouse_text_for_prefix(self, prefix: str | None) -> tuple[UUID, str]:
+        """`warehouse_for_prefix`, with the id's text form (kept: formatting a UUID each
+        time showed on loadTable)."""
+        wid = self.warehouse_for_prefix(prefix)
+        text = self._warehouse_texts.get(wid)
+        if text is None:
+            if len(self._warehouse_texts) >= 1024:
+                self._warehouse_texts.clear()
+            text = self._warehouse_texts[wid] = str(wid)
+        return wid, text
 
     def warehouse_for_prefix(self, prefix: str | None) -> UUID:
         """The REST `{prefix}` is the warehouse id; no prefix means the default warehouse."""

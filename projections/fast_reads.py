@@ -34,7 +34,8 @@ from icelog.projections.raw_queries import array_literal, prepare, run_prepared
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 # (connection, generation, when it was opened on the loop clock, its share of MAX_AGE_S)
-_Slot = tuple[AsyncConnection[tuple[Any, ...]], int, float, float]
+# (connection, generation, opened at, share of MAX_AGE_S, its client encoding)
+_Slot = tuple[AsyncConnection[tuple[Any, ...]], int, float, float, str]
 
 _HEAD = (
     "SELECT id, metadata_location, version FROM icelog_tabulars "
@@ -247,7 +248,7 @@ class PostgresTabularReader:
         generation = self._generation
         try:
             if slot is not None:
-                conn, born, opened, share = slot
+                conn, born, opened, share, _ = slot
                 if (
                     born == generation
                     and not conn.closed
@@ -272,7 +273,9 @@ class PostgresTabularReader:
                 raise
             # Connections opened together would all expire together, each making one lookup
             # wait for a new connection at the same moment: spread them out.
-            return (conn, generation, now, random.uniform(0.9, 1.1))  # noqa: S311 - not security
+            share = random.uniform(0.9, 1.1)  # noqa: S311 - not security
+            # The encoding is read once: `conn.info` builds an object per call.
+            return (conn, generation, now, share, conn.info.encoding)
         except BaseException:
             self._idle.put_nowait(None)  # the slot stays, empty: the next use connects
             raise
@@ -289,11 +292,12 @@ class PostgresTabularReader:
     async def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
-        if "\x00" in name or "\x00" in ns.key:
+        ns_key = ns.key
+        if "\x00" in name or "\x00" in ns_key:
             # No stored name holds NUL (PostgreSQL text cannot), and libpq would cut the
             # parameter there and find another table.
             return None
-        key = (warehouse_id, ns.key, name, kind)
+        key = (warehouse_id, ns_key, name, kind)
         if not self._pending and len(self._running) + self._inline < self._size:
             # Nothing waits and a connection is free: this lookup is a group of one, run in
             # the request's own task (a task of its own cost a loop turn and a hand-off).
@@ -374,7 +378,7 @@ class PostgresTabularReader:
     async def _lookup(self, keys: list[_Key]) -> dict[_Key, TabularRow]:
         slot = await self._checkout()
         try:
-            found = await self._query(slot[0], keys)
+            found = await self._query(slot[0], keys, slot[4])
         except BaseException:
             await self._give_back(slot, broken=True)
             raise
@@ -382,16 +386,16 @@ class PostgresTabularReader:
         return found
 
     async def _query(
-        self, conn: AsyncConnection[tuple[Any, ...]], keys: list[_Key]
+        self, conn: AsyncConnection[tuple[Any, ...]], keys: list[_Key], encoding: str
     ) -> dict[_Key, TabularRow]:
         heads: dict[_Key, tuple[str | None, ...]]
         if len(keys) == 1:
             # The plain query: cheaper to plan and to read than the grouped one.
-            rows = await run_prepared(conn, HEAD_STATEMENT, keys[0])
+            rows = await run_prepared(conn, HEAD_STATEMENT, keys[0], encoding)
             heads = {keys[0]: rows[0]} if rows else {}
         else:
             columns = [array_literal(column) for column in zip(*keys, strict=True)]
-            rows = await run_prepared(conn, _GROUP_STATEMENT, columns)
+            rows = await run_prepared(conn, _GROUP_STATEMENT, columns, encoding)
             heads = {keys[int(str(row[0])) - 1]: row[1:] for row in rows}
         found: dict[_Key, TabularRow] = {}
         missing: dict[str, list[_Key]] = {}

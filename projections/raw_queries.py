@@ -102,17 +102,19 @@ async def prepare(
 
 
 async def run_prepared(
-    conn: AsyncConnection[Any], name: bytes, params: Sequence[str]
+    conn: AsyncConnection[Any], name: bytes, params: Sequence[str], encoding: str | None = None
 ) -> list[tuple[str | None, ...]]:
     """Run the statement prepared as `name` with text parameters; its rows as text.
 
     A parameter must hold no NUL character (libpq takes C strings: it would end there);
     the caller refuses such input before it gets here. Text goes both ways in the
-    connection's client encoding, as psycopg's own adaptation does."""
+    connection's client encoding (`encoding`, when the caller knows it), as psycopg's own
+    adaptation does."""
     pgconn = conn.pgconn
     if pgconn.status != pq.ConnStatus.OK:
         raise _broken(pgconn, "the connection is closed")
-    encoding = conn.info.encoding
+    if encoding is None:
+        encoding = conn.info.encoding
     pgconn.send_query_prepared(name, [p.encode(encoding) for p in params])
     result = await _one_result(conn)
     if result.status != pq.ExecStatus.TUPLES_OK:

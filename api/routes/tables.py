@@ -168,11 +168,11 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
     hot lane (api/hot_load.py), which sends it without building a Response."""
     svc = services(request)
     name = _name(request)
-    wid = svc.warehouse_for_prefix(prefix(request))
-    row = await svc.reader.load_tabular(str(wid), name.namespace, name.name, "table")
+    wid, wid_text = svc.warehouse_text_for_prefix(prefix(request))
+    row = await svc.reader.load_tabular(wid_text, name.namespace, name.name, "table")
     if row is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-    if request.method == "HEAD":
+    if request.scope["method"] == "HEAD":
         return None
     # The query is read here rather than by a model: this is the hot path, and the one
     # parameter's rule is `LoadTableQuery`'s (documented there).
