@@ -129,7 +129,8 @@ class LoadTableLane:
         # name), its endpoint and the path parameters (all plain strings: no convertors).
         scope["route"] = way.route
         scope["endpoint"] = way.route.endpoint
-        scope["path_params"] = {**scope.get("path_params", {}), **params}
+        held = scope.get("path_params")
+        scope["path_params"] = {**held, **params} if held else params
         try:
             await way.app.get(scope, receive, send)
         except (CatalogError, HTTPException) as exc:

@@ -47,7 +47,21 @@ from icelog.domain.identifiers import NamespaceName, TabularName
 
 
 def _name(request: Request) -> TabularName:
-    return TabularName(namespace_param(request), path_param(request, "table"))
+    params = request.path_params
+    raw = (params["namespace"], params["table"])
+    found = _NAMES.get(raw)
+    if found is None:
+        found = TabularName(namespace_param(request), path_param(request, "table"))
+        if len(_NAMES) >= 4096:  # a flood of made-up names only empties it
+            _NAMES.clear()
+        _NAMES[raw] = found
+    return found
+
+
+# Parsed names by their raw path segments: names are values, and parsing one (decoding,
+# two frozen dataclasses, their checks) showed on loadTable. A name that fails to parse
+# raises and is not kept.
+_NAMES: dict[tuple[str, str], TabularName] = {}
 
 
 def tabular_name(identifier: TableIdentifier) -> TabularName:
