@@ -197,9 +197,12 @@ class CatalogBase(Application[UUID]):
         most) without reading the Warehouse aggregate, whose read was ~13 % of a create's
         CPU: a create appends only into a namespace that still exists (the append checks
         it), a namespace exists only in a live warehouse (one is deleted only when it holds
-        no namespace), and a warehouse's base location and storage type never change —
-        what a moment's staleness can differ in is a rotated credential, as for commits.
-        `fresh` (a retry) reads the aggregate, and renews the cache."""
+        no namespace), and a warehouse's base location and storage type never change. What
+        a moment's staleness can differ in is how the storage is reached (a credential, an
+        S3 endpoint or region changed with it), as for commits; and which other schemes a
+        client-chosen location may use — so a create that names its location reads the
+        warehouse (`fresh`). `fresh` (also a retry) reads the aggregate and renews the
+        cache."""
         if not fresh:
             return WarehouseStorage(warehouse_id, self.storage_profile(warehouse_id))
         warehouse = self.get_or_none(warehouse_id, Warehouse)

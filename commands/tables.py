@@ -303,10 +303,11 @@ class TableCommands(NamespaceCommands):
 
         def attempt() -> TableState:
             nonlocal first
-            # The warehouse is read only on a retry (see `warehouse_storage`); the name's
-            # claim is always read: a taken name answers 409 without a failed append. The
-            # namespace is read only when not known to exist, or on a retry.
-            warehouse = self.warehouse_storage(warehouse_id, fresh=not first)
+            # The warehouse is read only on a retry or for a location the client chose (see
+            # `warehouse_storage`); the name's claim is always read: a taken name answers
+            # 409 without a failed append. The namespace is read only when not known to
+            # exist, or on a retry.
+            warehouse = self.warehouse_storage(warehouse_id, fresh=not first or bool(location))
             ns_id = self.existing_namespace_id(
                 warehouse_id, name.namespace, known=first and not stage
             )

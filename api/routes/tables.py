@@ -52,16 +52,19 @@ def _name(request: Request) -> TabularName:
     found = _NAMES.get(raw)
     if found is None:
         found = TabularName(namespace_param(request), path_param(request, "table"))
-        if len(_NAMES) >= 4096:  # a flood of made-up names only empties it
-            _NAMES.clear()
-        _NAMES[raw] = found
+        if len(raw[0]) + len(raw[1]) <= _NAME_KEPT_CHARS:
+            if len(_NAMES) >= 4096:  # a flood of made-up names only empties it
+                _NAMES.clear()
+            _NAMES[raw] = found
     return found
 
 
 # Parsed names by their raw path segments: names are values, and parsing one (decoding,
 # two frozen dataclasses, their checks) showed on loadTable. A name that fails to parse
-# raises and is not kept.
+# raises and is not kept; nor is a long one (the dict's size is bounded by count and
+# length: 4,096 names of at most 512 characters, whatever a client sends).
 _NAMES: dict[tuple[str, str], TabularName] = {}
+_NAME_KEPT_CHARS = 512
 
 
 def tabular_name(identifier: TableIdentifier) -> TabularName:

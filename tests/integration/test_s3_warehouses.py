@@ -12,9 +12,12 @@ from uuid import UUID, uuid4
 
 import psycopg
 import pytest
+from starlette.testclient import TestClient
 
+from icelog.api.app import create_app
+from icelog.api.services import Services
 from icelog.commands.management import CREDENTIAL_GRACE_S
-from tests.integration.conftest import SCHEMA, Api
+from tests.integration.conftest import SCHEMA, Api, replica_settings
 from tests.integration.test_namespaces_api import error_of
 from tests.support.moto_server import admin_user, client, enforce_auth, moto_s3, relax_auth
 
@@ -354,6 +357,41 @@ def test_table_locations_stay_inside_the_warehouse(api: Api, s3: S3) -> None:
     assert aliased.status_code == 200, aliased.text
     assert aliased.json()["metadata"]["location"] == f"s3://{bucket}/other/e"
     assert create(relaxed, "f", f"s3n://{bucket}/other/e/f").status_code == 409
+
+
+def test_a_create_naming_its_location_sees_a_scheme_change_made_on_another_replica(
+    api: Api, s3: S3
+) -> None:
+    """Creates take their warehouse's storage from a 2 s cache; one that names its own
+    location reads the warehouse, so the schemes allowed are the current ones."""
+    bucket = s3.new_bucket()
+    wid = s3_warehouse(api, s3, bucket, **{"allow-alternative-protocols": True})
+    catalog = f"/catalog/v1/{wid}/namespaces"
+    assert api.client.post(catalog, json={"namespace": ["db"]}).status_code == 200
+    plain = api.client.post(f"{catalog}/db/tables", json={"name": "a", "schema": SCHEMA})
+    assert plain.status_code == 200, plain.text  # this process now holds the profile
+
+    settings = replica_settings(api, {"ICELOG_TASK_WORKERS": "0"})
+    services = Services.build(settings)
+    try:
+        with TestClient(create_app(settings, services)) as replica:
+            strict = replica.post(
+                f"{ROOT}/warehouse/{wid}/storage",
+                json={"storage-profile": profile(s3, bucket)},
+            )
+            assert strict.status_code == 204, strict.text
+    finally:
+        services.close()
+    aliased = api.client.post(
+        f"{catalog}/db/tables",
+        json={"name": "b", "schema": SCHEMA, "location": f"s3a://{bucket}/wh/b"},
+    )
+    assert aliased.status_code == 400, aliased.text
+    named = api.client.post(
+        f"{catalog}/db/tables",
+        json={"name": "c", "schema": SCHEMA, "location": f"s3://{bucket}/wh/c"},
+    )
+    assert named.status_code == 200, named.text
 
 
 def test_a_revoked_credential_fails_commits_cleanly(api: Api, s3: S3) -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 
 from icelog.api.http import _SEPARATOR, namespace_param, path_param
+from icelog.api.routes import tables
 from icelog.domain.errors import BadRequestError
 
 RAW = st.text(alphabet=st.sampled_from(list("ab.-_ +%1fFx\x1f2B")), min_size=1, max_size=12)
@@ -38,3 +39,11 @@ def test_namespaces_split_then_decode_as_before(raw: str) -> None:
 def test_the_separator_and_encoded_characters() -> None:
     assert namespace_param(request_with(namespace="a%1Fb%2Fc+d")).levels == ("a", "b/c d")
     assert namespace_param(request_with(namespace="plain")).levels == ("plain",)
+
+
+def test_parsed_table_names_are_kept_only_when_short() -> None:
+    short = request_with(namespace="db", table="t")
+    assert tables._name(short) is tables._name(short)  # parsed once, then kept
+    long = request_with(namespace="n" * 400, table="t" * 400)
+    assert tables._name(long).name == "t" * 400
+    assert ("n" * 400, "t" * 400) not in tables._NAMES, "long names are not kept"
