@@ -164,8 +164,7 @@ class Services:
     _closers: list[Callable[[], None]] = field(default_factory=list)
     _default_warehouse: tuple[float, str | None] = (0.0, None)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _prefixes: dict[str, UUID] = field(default_factory=dict)
-    _warehouse_texts: dict[UUID, str] = field(default_factory=dict)
+    _prefixes: dict[str, tuple[UUID, str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, settings: Settings, *, upgrade_schema: bool | None = None) -> Services:
@@ -288,18 +287,8 @@ class Services:
         return str(found["id"])
 
     def warehouse_text_for_prefix(self, prefix: str | None) -> tuple[UUID, str]:
-        """`warehouse_for_prefix`, with the id's text form (kept: formatting a UUID each
-        time showed on loadTable)."""
-        wid = self.warehouse_for_prefix(prefix)
-        text = self._warehouse_texts.get(wid)
-        if text is None:
-            if len(self._warehouse_texts) >= 1024:
-                self._warehouse_texts.clear()
-            text = self._warehouse_texts[wid] = str(wid)
-        return wid, text
-
-    def warehouse_for_prefix(self, prefix: str | None) -> UUID:
-        """The REST `{prefix}` is the warehouse id; no prefix means the default warehouse."""
+        """`warehouse_for_prefix`, with the id's text form (formatting a UUID each time
+        showed on loadTable)."""
         value = self.default_warehouse_id() if prefix is None else prefix
         known = self._prefixes.get(value)
         if known is not None:
@@ -312,8 +301,12 @@ class Services:
         # of made-up ones only empties the dict).
         if len(self._prefixes) >= 1024:
             self._prefixes.clear()
-        self._prefixes[value] = parsed
-        return parsed
+        found = self._prefixes[value] = (parsed, str(parsed))
+        return found
+
+    def warehouse_for_prefix(self, prefix: str | None) -> UUID:
+        """The REST `{prefix}` is the warehouse id; no prefix means the default warehouse."""
+        return self.warehouse_text_for_prefix(prefix)[0]
 
     def close(self) -> None:
         self.tasks.stop()

@@ -174,14 +174,15 @@ class CatalogBase(Application[UUID]):
         self._committer.close()
         super().close()
 
-    def storage_profile(self, warehouse_id: UUID) -> dict[str, Any]:
-        """A warehouse's storage profile for commits, cached for a moment.
+    def storage_profile(self, warehouse_id: UUID, *, fresh: bool = False) -> dict[str, Any]:
+        """A warehouse's storage profile for commits, cached for a moment (`fresh`: read
+        now, and the cache renewed).
 
         Loading the Warehouse aggregate on every commit made all writers of a warehouse
         queue on one aggregate. A commit only needs the storage profile; a live table
         implies a live warehouse (a warehouse is deleted only when empty).
         """
-        cached = self.cached_storage_profile(warehouse_id)
+        cached = None if fresh else self.cached_storage_profile(warehouse_id)
         if cached is not None:
             return cached
         warehouse = self.get_or_none(warehouse_id, Warehouse)
@@ -203,13 +204,7 @@ class CatalogBase(Application[UUID]):
         client-chosen location may use — so a create that names its location reads the
         warehouse (`fresh`). `fresh` (also a retry) reads the aggregate and renews the
         cache."""
-        if not fresh:
-            return WarehouseStorage(warehouse_id, self.storage_profile(warehouse_id))
-        warehouse = self.get_or_none(warehouse_id, Warehouse)
-        if warehouse is None or warehouse.deleted:
-            raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
-        self._storage_cache[warehouse_id] = (time.monotonic(), warehouse.storage_profile)
-        return WarehouseStorage(warehouse_id, warehouse.storage_profile)
+        return WarehouseStorage(warehouse_id, self.storage_profile(warehouse_id, fresh=fresh))
 
     def file_io(self, storage_profile: dict[str, Any]) -> FileIO:
         """The FileIO for a warehouse's storage profile (S3 with its stored credential)."""

@@ -33,8 +33,8 @@ from icelog.projections.raw_queries import array_literal, prepare, run_prepared
 # Errors of a lost or unreachable connection (psycopg raises OperationalError for a
 # terminated backend or a refused connect, InterfaceError for a connection it closed).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
-# (connection, generation, when it was opened on the loop clock, its share of MAX_AGE_S)
-# (connection, generation, opened at, share of MAX_AGE_S, its client encoding)
+# (connection, generation, when it was opened on the loop clock, its share of MAX_AGE_S,
+# its client encoding)
 _Slot = tuple[AsyncConnection[tuple[Any, ...]], int, float, float, str]
 
 _HEAD = (

@@ -244,11 +244,9 @@ def _if_none_match(request: Request) -> str | None:
 async def _access_for_row(
     request: Request, warehouse_id: UUID, name: TabularName, table_id: str
 ) -> TableAccess:
-    """File warehouses answer from the cached profile on the loop; S3 ones may call STS,
-    so that work goes to a thread."""
+    """The access of a table whose warehouse is not known to be a file one (the caller
+    answers those on the loop): S3 ones may call STS, so the work goes to a thread."""
     svc = services(request)
-    if _file_warehouse(svc, warehouse_id):
-        return TableAccess()
 
     def build() -> TableAccess:
         if svc.access.profile(warehouse_id).get("type") == "file":
