@@ -10,6 +10,7 @@ from starlette.routing import BaseRoute, Match
 
 from icelog.api.app import routes
 from icelog.api.routing import IndexedRouter
+from tests.support.route_paths import concrete
 
 ROUTES = routes()
 ROUTER = IndexedRouter(ROUTES)
@@ -31,13 +32,6 @@ def choice(candidates: list[BaseRoute], method: str, path: str) -> tuple[Any, An
         elif match is Match.PARTIAL and partial is None:
             partial = route
     return full, partial
-
-
-def concrete(template: str, values: list[str]) -> str:
-    parts = []
-    for part in template.split("/"):
-        parts.append(values.pop() if part.startswith("{") and values else part)
-    return "/".join(parts)
 
 
 @settings(max_examples=400, deadline=None)

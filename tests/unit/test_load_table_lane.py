@@ -8,6 +8,7 @@ from starlette.routing import BaseRoute, Match
 
 from icelog.api.app import routes
 from icelog.api.hot_load import HotLoadTable, LoadTableLane
+from tests.support.route_paths import concrete
 
 ROUTES = routes()
 TEMPLATES = sorted({r.path for r in ROUTES if hasattr(r, "path")})
@@ -34,13 +35,6 @@ def routed(path: str) -> BaseRoute | None:
         if match is Match.FULL:
             return route
     return None
-
-
-def concrete(template: str, values: list[str]) -> str:
-    parts = []
-    for part in template.split("/"):
-        parts.append(values.pop() if part.startswith("{") and values else part)
-    return "/".join(parts)
 
 
 @settings(max_examples=500, deadline=None)
