@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.locations import Location
+from icelog.domain.user_ids import parse_provider_entry
 from icelog.projections.secrets import SecretKeyError, parse_key
 
 PREFIX = "ICELOG_"
@@ -198,8 +199,11 @@ class AuthSettings:
     `ICELOG_ALLOW_UNAUTHENTICATED=true`."""
 
     # ICELOG_OPENID_PROVIDER_URI: one or more (comma-separated) OpenID providers, each with
-    # `/.well-known/openid-configuration`; the other settings apply to all of them.
+    # `/.well-known/openid-configuration`; the other settings apply to all of them. Each
+    # entry is `<uri>` (the default provider: user ids `oidc~<subject>`, at most one) or
+    # `<key>=<uri>` (user ids `oidc-<key>~<subject>`; ADR 0019).
     provider_uris: tuple[str, ...] = ()
+    provider_keys: tuple[str | None, ...] = ()  # one per provider_uris entry; None: default
     audiences: tuple[str, ...] = ()  # ICELOG_OPENID_AUDIENCE: a token needs one of them
     additional_issuers: tuple[str, ...] = ()  # ICELOG_OPENID_ADDITIONAL_ISSUERS
     subject_claims: tuple[str, ...] = ()  # ICELOG_OPENID_SUBJECT_CLAIM (default: oid, sub)
@@ -216,14 +220,11 @@ class AuthSettings:
 
     @classmethod
     def from_env(cls, get: Any) -> AuthSettings:
-        providers = _list(get("OPENID_PROVIDER_URI", ""))
-        for uri in providers:
-            parsed = urlparse(uri)
-            if parsed.scheme not in ("http", "https") or not parsed.hostname:
-                raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        keys, providers = _providers(_list(get("OPENID_PROVIDER_URI", "")))
         audiences = _list(get("OPENID_AUDIENCE", ""))
         return cls(
-            provider_uris=tuple(uri.rstrip("/") for uri in providers),
+            provider_uris=providers,
+            provider_keys=keys,
             audiences=audiences,
             additional_issuers=_list(get("OPENID_ADDITIONAL_ISSUERS", "")),
             subject_claims=_list(get("OPENID_SUBJECT_CLAIM", "")),
@@ -238,6 +239,32 @@ class AuthSettings:
             ),
             console_client_id=get("CONSOLE_CLIENT_ID", "") or (audiences or ("icelog",))[0],
         )
+
+
+def _providers(entries: tuple[str, ...]) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
+    """The keys and URIs of `[<key>=]<uri>` entries: at most one without a key (the
+    default provider), keys unique (ADR 0019)."""
+    keys: list[str | None] = []
+    uris: list[str] = []
+    for entry in entries:
+        try:
+            key, uri = parse_provider_entry(entry)
+        except ValueError as exc:
+            raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI: {exc}") from None
+        parsed = urlparse(uri)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        if key in keys:
+            what = "more than one provider without a key (the default provider)"
+            if key is not None:
+                what = f"the provider key {key!r} twice"
+            raise SettingsError(
+                f"{PREFIX}OPENID_PROVIDER_URI names {what}: give each further provider its own "
+                "key as <key>=<uri> (docs/auth.md)"
+            )
+        keys.append(key)
+        uris.append(uri.rstrip("/"))
+    return tuple(keys), tuple(uris)
 
 
 def _list(value: str) -> tuple[str, ...]:

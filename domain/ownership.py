@@ -1,5 +1,6 @@
 """Which object a creation event makes its actor the owner of (Lakekeeper: creators own
-what they create). Only identified users own: `anonymous` and `system` never do."""
+what they create). Only identified users (of any provider, domain/user_ids.py) own:
+`anonymous` and `system` never do."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ from icelog.domain.namespace import Namespace
 from icelog.domain.permissions import ObjectRef
 from icelog.domain.role import Role
 from icelog.domain.table import Table
+from icelog.domain.user_ids import is_user_id
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
-
-USER_PREFIX = "oidc~"
 
 
 def owned_by_creation(event: object) -> ObjectRef | None:
     actor = getattr(event, "actor", "")
-    if not isinstance(actor, str) or not actor.startswith(USER_PREFIX):
+    if not isinstance(actor, str) or not is_user_id(actor):
         return None
     oid = str(getattr(event, "originator_id", ""))
     if isinstance(event, (Table.Created, Table.Registered)):

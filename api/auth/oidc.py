@@ -33,6 +33,7 @@ import jwt
 from jwt.types import Options
 
 from icelog.api.auth.principal import InvalidToken, Principal, principal_from_claims
+from icelog.domain.user_ids import subject_claim_order, valid_key
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -76,10 +77,14 @@ class OidcProvider:
     subject_claims: tuple[str, ...] = ()
     leeway_seconds: int = 60
     algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
+    # None: the default provider (user ids `oidc~<subject>`); else `oidc-<key>~<subject>`.
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if urllib.parse.urlsplit(self.provider_uri).scheme not in ("https", "http"):
             raise ValueError("provider_uri must be an http(s) URL")
+        if self.key is not None and not valid_key(self.key):
+            raise ValueError("key must be 1-32 lower-case letters, digits or '-'")
         if not self.algorithms or not set(self.algorithms) <= set(ASYMMETRIC_ALGORITHMS):
             raise ValueError(f"algorithms must be a non-empty subset of {ASYMMETRIC_ALGORITHMS}")
         if self.leeway_seconds < 0:
@@ -198,6 +203,10 @@ class TokenVerifier:
     ) -> None:
         """`clock` times the caches and retry windows; token lifetimes (`exp`, `nbf`, `iat`)
         are checked by PyJWT against the system clock."""
+        keys = [p.key for p in providers]
+        if len(set(keys)) != len(keys):
+            # Two providers minting the same ids would speak for each other's users.
+            raise ValueError("each provider needs its own key (at most one without a key)")
         self._states = [_ProviderState(p) for p in providers]
         self._fetch = fetch
         self._clock = clock
@@ -221,8 +230,13 @@ class TokenVerifier:
             raise InvalidToken("token is malformed")
         key = await self._signing_key(state, kid, algorithm)
         claims = _decode(token, state, key)
+        config = state.config
         principal = principal_from_claims(
-            claims, issuer=claims["iss"], subject_claims=state.config.subject_claims
+            claims,
+            issuer=claims["iss"],
+            subject_claims=config.subject_claims,
+            provider_key=config.key,
+            fallback_claims=subject_claim_order(config.provider_uri),
         )
         if len(self._verified) >= MAX_VERIFIED_TOKENS:
             self._verified.clear()
