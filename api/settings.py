@@ -213,6 +213,9 @@ class AuthSettings:
     # ICELOG_CONSOLE_CLIENT_ID: the provider's public client the web console logs in with
     # (authorization code + PKCE); default: the first audience, else `icelog`.
     console_client_id: str = "icelog"
+    # ICELOG_TOKEN_RATE_PER_MINUTE: token endpoint requests per client address and minute
+    # (0: no limit).
+    token_rate_per_minute: int = 120
 
     @property
     def enabled(self) -> bool:
@@ -238,6 +241,9 @@ class AuthSettings:
                 get("METRICS_REQUIRE_TOKEN", "false"), PREFIX + "METRICS_REQUIRE_TOKEN"
             ),
             console_client_id=get("CONSOLE_CLIENT_ID", "") or (audiences or ("icelog",))[0],
+            token_rate_per_minute=_int(
+                get("TOKEN_RATE_PER_MINUTE", "120"), PREFIX + "TOKEN_RATE_PER_MINUTE", 0
+            ),
         )
 
 
