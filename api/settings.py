@@ -216,6 +216,9 @@ class AuthSettings:
     # ICELOG_TOKEN_RATE_PER_MINUTE: token endpoint requests per client address and minute
     # (0: no limit).
     token_rate_per_minute: int = 120
+    # ICELOG_CONSOLE_INSECURE_COOKIES: console cookies without `Secure`, for a console used
+    # over plain http (development on localhost only).
+    console_insecure_cookies: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -241,6 +244,9 @@ class AuthSettings:
                 get("METRICS_REQUIRE_TOKEN", "false"), PREFIX + "METRICS_REQUIRE_TOKEN"
             ),
             console_client_id=get("CONSOLE_CLIENT_ID", "") or (audiences or ("icelog",))[0],
+            console_insecure_cookies=_bool(
+                get("CONSOLE_INSECURE_COOKIES", "false"), PREFIX + "CONSOLE_INSECURE_COOKIES"
+            ),
             token_rate_per_minute=_int(
                 get("TOKEN_RATE_PER_MINUTE", "120"), PREFIX + "TOKEN_RATE_PER_MINUTE", 0
             ),

@@ -800,4 +800,9 @@ async def callback(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
-    return session.signed_out("/ui/login?reason=out")
+    """POST only, and only from the console's own pages: a cross-site form must not log the
+    user out (the session cookie's SameSite=Lax does not stop a Set-Cookie that deletes it)."""
+    if not _same_origin(request) or request.headers.get("sec-fetch-site") == "cross-site":
+        _plain(request)
+        return error_page(request, ApiError(403, "ForbiddenException", "A form from another site"))
+    return session.signed_out(request, "/ui/login?reason=out")

@@ -140,7 +140,7 @@ async def start(request: Request) -> Response:
         path="/ui",
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     return response
 
@@ -204,13 +204,23 @@ def signed_in(request: Request, token: str, lifetime: int, to: str) -> Response:
         path="/ui",
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     response.delete_cookie(LOGIN, path="/ui")
     return response
 
 
-def signed_out(to: str) -> Response:
+def signed_out(request: Request, to: str) -> Response:
     response = RedirectResponse(to, status_code=303)
-    response.delete_cookie(SESSION, path="/ui")
+    response.delete_cookie(
+        SESSION, path="/ui", httponly=True, samesite="lax", secure=secure_cookies(request)
+    )
     return response
+
+
+def secure_cookies(request: Request) -> bool:
+    """Cookies are `Secure` unless `ICELOG_CONSOLE_INSECURE_COOKIES=true` (plain-http
+    development) — never guessed from the scheme icelog sees, which a TLS-terminating proxy
+    hides."""
+    insecure = request.app.state.services.settings.auth.console_insecure_cookies
+    return not insecure or request.url.scheme == "https"
