@@ -201,7 +201,7 @@ class AuthSettings:
     # ICELOG_OPENID_PROVIDER_URI: one or more (comma-separated) OpenID providers, each with
     # `/.well-known/openid-configuration`; the other settings apply to all of them. Each
     # entry is `<uri>` (the default provider: user ids `oidc~<subject>`, at most one) or
-    # `<key>=<uri>` (user ids `oidc-<key>~<subject>`; ADR 0019).
+    # `<key>=<uri>` (user ids `<key>~<subject>`; ADR 0019).
     provider_uris: tuple[str, ...] = ()
     provider_keys: tuple[str | None, ...] = ()  # one per provider_uris entry; None: default
     audiences: tuple[str, ...] = ()  # ICELOG_OPENID_AUDIENCE: a token needs one of them

@@ -85,7 +85,7 @@ class OidcProvider:
     subject_claims: tuple[str, ...] = ()
     leeway_seconds: int = 60
     algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
-    # None: the default provider (user ids `oidc~<subject>`); else `oidc-<key>~<subject>`.
+    # None: the default provider (user ids `oidc~<subject>`); else `<key>~<subject>`.
     key: str | None = None
 
     def __post_init__(self) -> None:

@@ -7,7 +7,7 @@ lifetime); this module only decides the user id, name, email and kind of user.
   be present; several configured and none present: fall through), else the provider's
   `fallback_claims` (`oid` then `sub` for Entra ID, where `oid` is unique across
   applications and `sub` is not; `sub` for every other provider); as `oidc~<subject>` for
-  the default provider and `oidc-<key>~<subject>` for the one configured with `<key>`
+  the default provider and `<key>~<subject>` for the one configured with `<key>`
   (domain/user_ids.py, ADR 0019).
 - name: `name`, else `given_name`/`first_name` + `family_name`/`last_name`, else
   `app_displayname`, else `preferred_username`, else `Nameless App with ID oidc~<id>`.
@@ -39,7 +39,7 @@ class InvalidToken(Exception):
 
 @dataclass(frozen=True)
 class Principal:
-    user_id: str  # "oidc~<subject>" or "oidc-<provider key>~<subject>"
+    user_id: str  # "oidc~<subject>" or "<provider key>~<subject>"
     name: str
     email: str | None
     user_type: Literal["human", "application"]

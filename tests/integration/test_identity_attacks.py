@@ -70,7 +70,7 @@ def test_the_second_provider_cannot_be_the_first_providers_admin(
     assert "create_project" in _server_actions(two, admin)
     impostor = partner.issue("root", extra_claims={"name": "Root"})
     me = two.call("GET", "/management/v1/whoami", impostor).json()
-    assert me["id"] == "oidc-partner~root"
+    assert me["id"] == "partner~root"
     assert "create_project" not in _server_actions(two, impostor)
     refused = two.call("POST", "/management/v1/project", impostor, json={"project-name": "p"})
     assert refused.status_code == 403, refused.text

@@ -34,8 +34,8 @@ def test_oid_is_preferred_over_sub_only_where_the_provider_says_so() -> None:
 
 def test_a_keyed_provider_has_its_own_ids() -> None:
     found = principal_from_claims({"sub": "alice"}, issuer=ISS, provider_key="corp")
-    assert found.user_id == "oidc-corp~alice"
-    assert found.name == "Nameless App with ID oidc-corp~alice"
+    assert found.user_id == "corp~alice"
+    assert found.name == "Nameless App with ID corp~alice"
 
 
 def test_a_configured_subject_claim_wins_over_oid_and_sub() -> None:

@@ -17,7 +17,10 @@ from icelog.domain.user_ids import (
     valid_key,
 )
 
-KEYS = st.one_of(st.none(), st.from_regex(r"[a-z0-9][a-z0-9-]{0,31}", fullmatch=True))
+KEYS = st.one_of(
+    st.none(),
+    st.from_regex(r"[a-z0-9][a-z0-9_-]{0,31}", fullmatch=True).filter(valid_key),
+)
 SUBJECTS = st.text(min_size=1, max_size=64)
 
 
@@ -26,10 +29,12 @@ def test_the_default_provider_keeps_lakekeepers_ids() -> None:
     assert parse_user_id("oidc~alice") == UserId(None, "alice")
 
 
-def test_a_keyed_provider_has_its_own_prefix() -> None:
-    assert user_id("corp", "alice") == "oidc-corp~alice"
-    assert parse_user_id("oidc-corp~alice") == UserId("corp", "alice")
-    assert str(UserId("corp", "alice")) == "oidc-corp~alice"
+def test_a_keyed_provider_has_lakekeepers_idp_prefix() -> None:
+    assert user_id("okta", "alice") == "okta~alice"
+    assert parse_user_id("okta~alice") == UserId("okta", "alice")
+    assert (
+        str(UserId("eks_a", "system:serviceaccount:ns:app")) == "eks_a~system:serviceaccount:ns:app"
+    )
 
 
 @given(KEYS, SUBJECTS)
@@ -49,14 +54,14 @@ def test_two_providers_never_share_an_id(
 
 @pytest.mark.attack
 def test_subjects_that_look_like_prefixes_stay_subjects() -> None:
-    assert user_id(None, "-b~x") == "oidc~-b~x" != user_id("b", "x")
-    assert parse_user_id("oidc~-b~x") == UserId(None, "-b~x")
-    assert parse_user_id("oidc-b~~x") == UserId("b", "~x")
+    assert user_id(None, "b~x") == "oidc~b~x" != user_id("b", "x")
+    assert parse_user_id("oidc~b~x") == UserId(None, "b~x")
+    assert parse_user_id("b~~x") == UserId("b", "~x")
 
 
 @pytest.mark.parametrize(
-    "text", ["", "oidc~", "oidc-~x", "oidc-B~x", "anonymous", "system", "kubernetes~x",
-             "oidc-" + "a" * 33 + "~x", "oidcx~y", "OIDC~x"],
+    "text", ["", "oidc~", "~x", "-b~x", "B~x", "anonymous", "system", "kubernetes~x",
+             "a" * 33 + "~x", "OIDC~x", "a b~x"],
 )  # fmt: skip
 def test_what_is_no_user_id(text: str) -> None:
     assert not is_user_id(text)
@@ -65,7 +70,7 @@ def test_what_is_no_user_id(text: str) -> None:
 
 
 def test_keys_and_subjects_are_checked_when_building() -> None:
-    for bad in ("", "Corp", "-corp", "a" * 33, "a~b", "a b"):
+    for bad in ("", "Corp", "-corp", "a" * 33, "a~b", "a b", "oidc", "kubernetes"):
         assert not valid_key(bad)
         with pytest.raises(ValueError, match="provider key"):
             user_id(bad, "x")
@@ -85,6 +90,9 @@ def test_oid_is_tried_first_only_for_entra() -> None:
 def test_provider_entries() -> None:
     assert parse_provider_entry("https://a.example") == (None, "https://a.example")
     assert parse_provider_entry("corp=https://b.example") == ("corp", "https://b.example")
+    for reserved in ("oidc", "kubernetes"):
+        with pytest.raises(ValueError, match="provider key"):
+            parse_provider_entry(f"{reserved}=https://b.example")
     assert parse_provider_entry("https://c.example/x?a=b") == (None, "https://c.example/x?a=b")
     with pytest.raises(ValueError, match="provider key"):
         parse_provider_entry("Corp=https://b.example")
