@@ -98,6 +98,14 @@ def test_a_user_without_grants_cannot_read_the_directory(authed: Authed) -> None
     assert authed.call("GET", "/management/v1/user/oidc~bob", admin).status_code == 200
     everyone = authed.call("GET", "/management/v1/user", admin).json()["users"]
     assert {u["id"] for u in everyone} == {"oidc~root", "oidc~bob", "oidc~eve"}
+    # A project's security admin finds whom to grant to there.
+    nil = "00000000-0000-0000-0000-000000000000"
+    grant = {"writes": [{"type": "security_admin", "user": "oidc~eve"}]}
+    path = f"/management/v1/permissions/project/{nil}/assignments"
+    assert authed.call("POST", path, admin, json=grant).status_code == 204
+    found = authed.call("GET", "/management/v1/user", eve, params={"name": "bob"})
+    assert found.status_code == 200, found.text
+    assert [u["id"] for u in found.json()["users"]] == ["oidc~bob"]
 
 
 def test_users_cannot_give_themselves_another_name_or_email(authed: Authed) -> None:
