@@ -281,28 +281,39 @@ class GrantAuthorizer:
         return self._cached(("chain", obj), lambda: ancestors(self.queries, obj), fresh)
 
 
+def missing(obj: ObjectRef) -> NotFoundError:
+    """The error for an object that does not exist, by id. Objects a caller may not see
+    answer with exactly this too, so an answer never tells hidden from unknown."""
+    kinds: dict[str, type[NotFoundError]] = {
+        "project": NoSuchProjectError,
+        "warehouse": NoSuchWarehouseError,
+        "namespace": NoSuchNamespaceError,
+    }
+    return kinds.get(obj.kind, NotFoundError)(f"{obj.kind.capitalize()} does not exist: {obj.id}")
+
+
 def ancestors(queries: CatalogQueries, obj: ObjectRef) -> list[ObjectRef]:
     if obj.kind == "server":
         return [SERVER]
     if obj.kind == "project":
         if obj.id != str(NIL_UUID) and queries.project(obj.id) is None:
-            raise NoSuchProjectError(f"Project does not exist: {obj.id}")
+            raise missing(obj)
         return [obj, SERVER]
     if obj.kind == "role":
         role = queries.role(obj.id)
         if role is None:
-            raise NotFoundError(f"Role does not exist: {obj.id}")
+            raise missing(obj)
         return [obj, ObjectRef("project", role["project-id"]), SERVER]
     if obj.kind == "warehouse":
         return [obj, *_warehouse_up(queries, obj.id)[1:]]
     if obj.kind == "namespace":
         found = queries.namespace_by_id(obj.id)
         if found is None:
-            raise NoSuchNamespaceError(f"Namespace does not exist: {obj.id}")
+            raise missing(obj)
         return _namespace_up(queries, *found)
     found_tabular = queries.tabular_by_id(obj.id)
     if found_tabular is None or found_tabular[3] != obj.kind:
-        raise NotFoundError(f"{obj.kind.capitalize()} does not exist: {obj.id}")
+        raise missing(obj)
     warehouse_id, namespace, _, _ = found_tabular
     return [obj, *_namespace_up(queries, warehouse_id, namespace)]
 
@@ -329,6 +340,6 @@ def _namespace_up(
 def _warehouse_up(queries: CatalogQueries, warehouse_id: str) -> list[ObjectRef]:
     warehouse = queries.warehouse(warehouse_id)
     if warehouse is None:
-        raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
+        raise missing(ObjectRef("warehouse", warehouse_id))
     project = ObjectRef("project", str(warehouse["project-id"]))
     return [ObjectRef("warehouse", warehouse_id), project, SERVER]

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import Authorizer
+from icelog.api.auth.authorizer import Authorizer, missing
 from icelog.api.auth.principal import Principal
 from icelog.domain.errors import (
     ForbiddenError,
@@ -73,6 +73,18 @@ def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> fr
     if "describe" not in caps and obj.kind in _HIDDEN:
         raise _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
+
+
+def hidden_unless_seen(request: Request, obj: ObjectRef) -> None:
+    """Answer about `obj` (by id) only to a caller who may see it: to anyone else an object
+    that exists answers exactly as one that does not, so ids (namespace ids are predictable)
+    cannot be probed for existence."""
+    if obj.kind not in _HIDDEN:
+        return
+    try:
+        require(request, obj, "get_metadata")
+    except (ForbiddenError, NotFoundError):
+        raise missing(obj) from None
 
 
 def may(request: Request, obj: ObjectRef, action: str) -> bool:
