@@ -8,7 +8,7 @@ must not name the table that holds it."""
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -53,7 +53,7 @@ def _scene(authed: Authed) -> tuple[_Caller, _Caller, str, str, str]:
         f"/catalog/v1/{wid}/namespaces/finance%1Fpayroll/tables",
         {"name": "salaries", "schema": SCHEMA},
     )
-    nid = str(namespace_id(wid, NamespaceName(("finance", "payroll"))))
+    nid = str(namespace_id(UUID(wid), NamespaceName(("finance", "payroll"))))
     return alice, mallory, wid, nid, table["metadata"]["table-uuid"]
 
 
@@ -114,7 +114,7 @@ def test_namespace_id_lookup_does_not_confirm_a_hidden_namespace(authed: Authed)
     path = f"{MGMT}/warehouse/{wid}/namespace-id"
     hidden = mallory("GET", path, params={"namespace": "finance\x1fpayroll"})
     unknown = mallory("GET", path, params={"namespace": "finance\x1fnothing"})
-    unknown_id = str(namespace_id(wid, NamespaceName(("finance", "nothing"))))
+    unknown_id = str(namespace_id(UUID(wid), NamespaceName(("finance", "nothing"))))
     _same_answer(hidden, unknown, nid, unknown_id)
     found = alice.ok("GET", path, params={"namespace": "finance\x1fpayroll"})
     assert found["namespace-id"] == nid
@@ -124,7 +124,7 @@ def test_a_taken_location_is_refused_without_naming_its_table(authed: Authed) ->
     alice, mallory, wid, _nid, _tid = _scene(authed)
     # mallory may create in her own namespace, and tries alice's table's location.
     alice.ok("POST", f"/catalog/v1/{wid}/namespaces", {"namespace": ["sandbox"]})
-    sandbox = str(namespace_id(wid, NamespaceName(("sandbox",))))
+    sandbox = str(namespace_id(UUID(wid), NamespaceName(("sandbox",))))
     me = mallory.ok("GET", f"{MGMT}/whoami")["id"]
     alice.ok(
         "POST",
