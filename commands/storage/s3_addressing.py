@@ -142,6 +142,7 @@ def address(uri: str, *, endpoint: str | None, region: str) -> Addressed:
         raise BadRequestError("Sign request URI must be plain ASCII without spaces")
     try:
         parts = urlsplit(uri)
+        _ = parts.port  # a port that is not a number, or out of range, raises here
     except ValueError:
         raise BadRequestError("Sign request URI is not a valid URL") from None
     scheme = parts.scheme.lower()

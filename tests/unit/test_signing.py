@@ -578,3 +578,11 @@ def test_attack_headers_that_route_or_copy_are_refused() -> None:
     ):
         assert not signed(uri, headers, "PUT"), headers
     assert signed(uri, {"x-amz-meta-owner": ["t1"]}, "PUT")
+
+
+def test_unparsable_ports_are_bad_requests_not_refusals() -> None:
+    for uri in ("http://127.0.0.1:abc/lake/k", "http://127.0.0.1:99999/lake/k"):
+        with pytest.raises(BadRequestError):
+            parse(uri)
+        with pytest.raises(BadRequestError):
+            sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers={})
