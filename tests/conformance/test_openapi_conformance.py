@@ -133,8 +133,9 @@ def _aim_signing(
     s3_prefix: str, location: str, s3_endpoint: str
 ) -> Callable[[schemathesis.Case[Any]], None]:
     """Half the sign requests (by a checksum of the generated URI) are aimed at the S3 table:
-    its warehouse, table, region, and a URI inside its location (the generated one, quoted,
-    becomes the key below `data/`), so that they are signed; the rest must be refused (4xx)."""
+    its warehouse, table, region, and a URI inside its location (the generated one, with
+    '/' and '\\' as '_', quoted, becomes one key segment below `data/`), so that they are
+    signed; the rest must be refused (4xx)."""
     bucket_and_key = location.removeprefix("s3://")
     table = {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE}
 
@@ -147,7 +148,9 @@ def _aim_signing(
             return
         raw = uri.encode("utf-8", "surrogatepass")
         if zlib.crc32(raw) % 2 == 0:
-            aimed = f"{s3_endpoint}/{bucket_and_key}/data/{quote(raw, safe='')}"
+            # One key segment: the signer refuses encoded '/' and '\\' (and dot segments).
+            segment = raw.replace(b"/", b"_").replace(b"\\", b"_")
+            aimed = f"{s3_endpoint}/{bucket_and_key}/data/{quote(segment, safe='')}"
             case.body = {**body, "region": REGION, "uri": aimed}
             case.path_parameters = {k: table[k] for k in case.path_parameters or {}}
 
