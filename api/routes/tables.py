@@ -218,12 +218,16 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
         raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
     if _file_warehouse(svc, wid):
         # Nothing vended, no signer: the fields are always the same.
-        fields, vended = _PLAIN_FIELDS, False
+        fields, vended, scope = _PLAIN_FIELDS, False, ""
     else:
-        access = await _access_for_row(request, wid, name, row.id)
+        rights = data_rights(request)
+        access = await _access_for_row(request, wid, name, row.id, rights)
         fields, vended = orjson.dumps(access.response_fields())[1:], access.vended
+        # The storage part differs by right (a signer or none): a 304 must not keep a
+        # caller on what an answer for their former rights held.
+        scope = "-rw" if rights.write else "-r" if rights.read else "-none"
     # Vended credentials expire: such a response must not be answered with 304 later.
-    etag = None if vended else _etag(row.id, row.version, mode)
+    etag = None if vended else _etag(row.id, row.version, mode + scope)
     if etag is not None and _if_none_match(request) == etag:
         return 304, b"", etag
     metadata = row.metadata
@@ -260,7 +264,7 @@ def _if_none_match(request: Request) -> str | None:
 
 
 async def _access_for_row(
-    request: Request, warehouse_id: UUID, name: TabularName, table_id: str
+    request: Request, warehouse_id: UUID, name: TabularName, table_id: str, rights: DataRights
 ) -> TableAccess:
     """The access of a table whose warehouse is not known to be a file one (the caller
     answers those on the loop): S3 ones may call STS, so the work goes to a thread."""
@@ -272,7 +276,7 @@ async def _access_for_row(
         location = svc.queries.tabular_location(table_id)
         if location is None:
             raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-        return table_access(request, warehouse_id, name, location)
+        return table_access(request, warehouse_id, name, location, rights)
 
     return await run_in_thread(build)
 

@@ -331,6 +331,21 @@ def test_a_revoked_read_right_stops_the_credentials(scene: Scene) -> None:
     assert_no_storage_access(scene.load(carol, VENDED))
 
 
+def test_a_granted_read_right_is_not_answered_304_without_a_signer(scene: Scene) -> None:
+    """An ETag of a describe-only answer (no signer configuration) must not let the same
+    table version be answered 304 once the caller may read: they would keep no access."""
+    bob = scene.user("bob")
+    scene.grant_table("describe", bob)
+    path = scene.url("/namespaces/ns/tables/t")
+    first = bob("GET", path, headers=SIGNING)
+    assert first.status_code == 200 and "s3.signer.uri" not in first.json()["config"]
+    etag = first.headers["etag"]
+    scene.grant_table("select", bob)
+    again = bob("GET", path, headers={**SIGNING, "If-None-Match": etag})
+    assert again.status_code == 200, again.status_code
+    assert "s3.signer.uri" in again.json()["config"]
+
+
 # -- createTable / registerTable ----------------------------------------------------------------
 def test_a_creator_gets_write_credentials_for_what_they_create(scene: Scene) -> None:
     erin = scene.user("erin")
