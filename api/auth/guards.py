@@ -26,7 +26,15 @@ from icelog.domain.errors import (
     NotFoundError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id
-from icelog.domain.permissions import ObjectRef, PrincipalRef, allows
+from icelog.domain.permissions import (
+    ALL_DATA,
+    NO_DATA,
+    DataRights,
+    ObjectRef,
+    PrincipalRef,
+    allows,
+    data_rights_from,
+)
 
 Guard = Callable[[Request, Any, Any], None]
 
@@ -286,10 +294,50 @@ def hide_empty(request: Request, items: list[Any]) -> None:
         raise _HIDDEN[hidden.kind](f"{hidden.kind.capitalize()} does not exist")
 
 
-def may_write_data(request: Request) -> bool:
-    """Vend read-write storage credentials? Without authorization: yes."""
-    caps = getattr(request.state, "caps", None)
-    return caps is None or "modify" in caps
+def authorization_on(request: Request) -> bool:
+    """Whether rights are checked at all (an identity provider is configured)."""
+    auth: Authorizer | None = getattr(request.app.state, "authorizer", None)
+    return auth is not None and auth.enabled
+
+
+def data_rights(request: Request, table: ObjectRef | None = None) -> DataRights:
+    """Which of `read_data` / `write_data` the caller holds on `table` — by default on the
+    table the route's guard checked (`on_tabular` leaves its capabilities on the request).
+    Every path that hands out storage access (vended credentials, signer configuration)
+    asks this: nothing without `read_data`, write scope only with `write_data`. Without a
+    provider: both. A route whose guard left nothing to go by vends nothing (fail closed)."""
+    if not authorization_on(request):
+        return ALL_DATA
+    if table is None:
+        caps = getattr(request.state, "caps", None)
+        return NO_DATA if caps is None else data_rights_from(caps)
+    # Read now, not from the cache: what is vended must not outlive a revoke.
+    caps, own = authorizer(request).decide(principals(request), table, fresh=True)
+    return data_rights_from(caps, own)
+
+
+def new_table_rights(
+    request: Request,
+    namespace: NamespaceName,
+    table_id: str | None,
+    *,
+    chosen_location: bool,
+) -> DataRights:
+    """The storage access of a createTable / registerTable answer. A created or registered
+    table (`table_id`) is its creator's own: their rights on it, as for a load. A staged
+    create (`table_id` None) claims nothing: at a location the client chose, no access at
+    all (no table holds that location yet, and it may lie on another table's or a dropped
+    table's files); at the default location (a fresh path of its own) read-write access for
+    a caller who may create tables in the namespace."""
+    if not authorization_on(request):
+        return ALL_DATA
+    if table_id is not None:
+        return data_rights(request, ObjectRef("table", table_id))
+    if chosen_location:
+        return NO_DATA
+    if may(request, namespace_ref(request, namespace), "create_table"):
+        return ALL_DATA
+    return NO_DATA
 
 
 def places_held(request: Request) -> tuple[set[str], set[str]]:
