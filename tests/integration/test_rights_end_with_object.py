@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import NotFoundError
+from icelog.domain.permissions import ObjectRef, PrincipalRef
 from icelog.projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Authed
 from tests.integration.test_permissions_api import Caller
@@ -273,3 +276,33 @@ def _dangling(prefix: str) -> str:
         f"(object_kind = 'project' AND NOT EXISTS (SELECT 1 FROM {p}icelog_projects pr "
         "WHERE pr.id = g.object_id))"
     )
+
+
+def test_a_grant_racing_the_drop_of_its_object_is_refused_in_the_append(
+    authed: Authed, people: tuple[Caller, Caller, Caller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command checks that the object exists, then appends: a drop landing in between
+    must not leave a grant behind (the append checks again, and the retry answers 404)."""
+    alice, bob, _ = people
+    prefix = _prefix(alice)
+    alice.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["racy"]})
+    nid = _namespace_id(alice, prefix, "racy")
+    assert alice("DELETE", f"/catalog/v1/{prefix}/namespaces/racy").status_code == 204
+    catalog = authed.services.catalog
+    checks: list[ObjectRef] = []
+    real = catalog._require_object
+
+    def stale_first(obj: ObjectRef) -> None:
+        checks.append(obj)
+        if len(checks) > 1:  # the first check saw the namespace before its drop
+            real(obj)
+
+    monkeypatch.setattr(catalog, "_require_object", stale_first)
+    ctx = RequestContext(actor=alice.id, request_id="race")
+    with pytest.raises(NotFoundError):
+        catalog.change_grants(
+            ctx, ObjectRef("namespace", nid), writes=[("select", PrincipalRef("user", bob.id))],
+            deletes=[],
+        )  # fmt: skip
+    assert len(checks) == 2, "the append refused the first attempt"
+    assert _grant_rows(authed, "object_id = ?", (nid,)) == 0
