@@ -187,6 +187,8 @@ class Services:
         catalog.location_index = primary.overlapping_location
         catalog.locations_overlapping = primary.locations_overlapping
         catalog.open_task_count = primary.open_task_count
+        catalog.project_role_count = primary.project_role_count
+        catalog.grants_now = primary.grants_now
         catalog.namespace_contents = primary.namespace_contents
         catalog.warehouse_profiles = primary.live_warehouse_profiles
         catalog.storage_limits = StorageLimits(
