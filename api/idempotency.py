@@ -30,11 +30,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from icelog.api.auth.guards import authorization_on, data_rights, new_table_rights
 from icelog.api.errors import error_response
 from icelog.api.http import context, json_response, namespace_param, path_param
 from icelog.api.routes import prefix, services
 from icelog.api.routes.tables import table_access
 from icelog.api.services import Services
+from icelog.api.storage_access import TableAccess
 from icelog.api.threads import run_in_thread
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -51,6 +53,7 @@ from icelog.domain.idempotency import (
     release_hold,
 )
 from icelog.domain.identifiers import TabularName
+from icelog.domain.permissions import ALL_DATA, NO_DATA, DataRights, ObjectRef
 
 log = logging.getLogger("icelog.idempotency")
 HEADER = "idempotency-key"
@@ -217,7 +220,11 @@ class KeyedRequest:
 
     async def _answer_from(self, record: IdempotencyRecord) -> Response | None:
         """The answer another request's claim gives this one, or None to keep waiting."""
-        if (record.method, record.path) != (self.method, self.path):
+        if (record.method, record.path) != (self.method, self.path) or not record.used_by(
+            self.ctx.actor
+        ):
+            # Another user's key answers as a different request would (422, the same
+            # words): its outcome is theirs, and whether they used it is theirs too.
             raise UnprocessableEntityError(
                 "Idempotency-Key was already used for a different request"
             )
@@ -260,11 +267,23 @@ class KeyedRequest:
             if _is_view_route(self.request) or name is None:
                 answer["config"] = {}
             else:
+                body = await self._request_json()
                 access = await run_in_thread(
-                    table_access, self.request, warehouse_id, name, str(document["location"])
+                    self._table_access, warehouse_id, name, str(document["location"]), body
                 )
                 answer |= access.response_fields()
         return json_response(answer, status)
+
+    def _table_access(
+        self, warehouse_id: uuid.UUID, name: TabularName, location: str, body: Any
+    ) -> TableAccess:
+        """A replayed table answer's storage access, vended afresh by the caller's rights
+        now (no guard ran: the replay answers before it): on the table that holds the
+        answer's location under that name; for a staged create (no such table), by the
+        staged-create rule; else none."""
+        return table_access(
+            self.request, warehouse_id, name, location, _replay_rights(self, name, location, body)
+        )
 
     async def _request_json(self) -> Any:
         raw = await self.request.body()
@@ -272,6 +291,22 @@ class KeyedRequest:
             return orjson.loads(raw) if raw.strip() else None
         except orjson.JSONDecodeError:
             return None
+
+
+def _replay_rights(keyed: KeyedRequest, name: TabularName, location: str, body: Any) -> DataRights:
+    request, svc = keyed.request, keyed.svc
+    if not authorization_on(request):
+        return ALL_DATA
+    warehouse_id = str(svc.warehouse_for_prefix(prefix(request)))
+    row = svc.queries.load_tabular(warehouse_id, name.namespace, name.name, "table")
+    if row is not None and svc.queries.tabular_location(row.id) == location:
+        return data_rights(request, ObjectRef("table", str(row.id)))
+    data = body if isinstance(body, dict) else {}
+    if row is None and data.get("stage-create") is True:
+        return new_table_rights(
+            request, name.namespace, None, chosen_location=bool(data.get("location"))
+        )
+    return NO_DATA
 
 
 def _recordable(body: bytes) -> tuple[str, str | None]:

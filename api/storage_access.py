@@ -18,6 +18,7 @@ from icelog.commands.catalog import Catalog
 from icelog.commands.storage import access_for, credential_for
 from icelog.commands.storage.vending import CredentialVendor, storage_credentials
 from icelog.domain.identifiers import TabularName
+from icelog.domain.permissions import DataRights
 
 VENDED = "vended-credentials"
 SIGNING = "remote-signing"
@@ -103,17 +104,22 @@ class StorageAccess:
         location: str,
         delegation: str | None,
         catalog_root: str,
-        write: bool = True,
+        rights: DataRights,
     ) -> TableAccess:
-        """`catalog_root` is the URL clients reach `/catalog` at (signer requests go there)."""
+        """`catalog_root` is the URL clients reach `/catalog` at (signer requests go there).
+        `rights`: the caller's data rights on the table (api/auth/guards.py `data_rights`):
+        without any, neither credentials nor a signer — only where the bucket is; read-only
+        credentials without `write`."""
         profile = self.profile(warehouse_id)
         if profile.get("type") != "s3":
             return TableAccess()
         modes = delegation_modes(delegation)
         access = TableAccess(client_config(profile))
+        if not rights.any:
+            return access
         path = table_path(str(warehouse_id), name)
         if VENDED in modes and profile.get("sts-enabled"):
-            access.storage_credentials = self.vend(profile, location, write=write)
+            access.storage_credentials = self.vend(profile, location, write=rights.write)
             access.config |= access.storage_credentials[0]["config"]
             # Java refreshes expiring credentials through this endpoint.
             access.config["client.refresh-credentials-endpoint"] = f"{path}/credentials"

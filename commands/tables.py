@@ -256,7 +256,10 @@ class TableCommands(NamespaceCommands):
             raise BadRequestError("A table location cannot be the warehouse location itself")
         other = self.location_index(str(warehouse.id), str(parsed))
         if other is not None:
-            raise LocationTakenError(f"Location {location} overlaps with the location of {other}")
+            # Which table or view holds it stays unsaid: the caller may not be allowed to see it.
+            raise LocationTakenError(
+                f"Location {location} overlaps with the location of another table or view"
+            )
         return parsed
 
     def _new_location(

@@ -121,6 +121,7 @@ class IdempotencyRecord(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.key = self.key
             aggregate.method, aggregate.path = self.method, self.path
+            aggregate.claimed_by = self.actor
             aggregate.claim_token, aggregate.claimed_at_ms, aggregate.lease_until_ms = None, 0, 0
             aggregate.landed, aggregate.landed_location = True, self.metadata_location
             aggregate.landed_at_ms = self.recorded_at_ms
@@ -145,6 +146,8 @@ class IdempotencyRecord(Aggregate):
         key: str
         method: str
         path: str
+        # Who claimed the key (the actor of its claim in force): only they get its outcome.
+        claimed_by: str
         claim_token: str | None  # the claim in force
         claimed_at_ms: int
         lease_until_ms: int
@@ -163,6 +166,11 @@ class IdempotencyRecord(Aggregate):
 
     def held_by(self, token: str) -> bool:
         return self.claim_token == token and not self.has_outcome
+
+    def used_by(self, actor: str) -> bool:
+        """Whether `actor` is who claimed the key: another caller with the same key never
+        gets its outcome (it may hold what only the claimant may see)."""
+        return getattr(self, "claimed_by", None) == actor
 
     # -- commands --------------------------------------------------------------------------
     def reclaim(
@@ -218,6 +226,7 @@ class IdempotencyRecord(Aggregate):
 
 def _claim(aggregate: Any, event: Any) -> None:
     aggregate.method, aggregate.path = event.method, event.path
+    aggregate.claimed_by = event.actor
     aggregate.claim_token = event.token
     aggregate.claimed_at_ms = event.claimed_at_ms
     aggregate.lease_until_ms = event.lease_until_ms

@@ -266,3 +266,29 @@ def allowed_actions(kind: Kind, caps: frozenset[str], own: frozenset[str]) -> li
         if allows(kind, f"grant_{relation}", caps, own)
     ]
     return found
+
+
+@dataclass(frozen=True)
+class DataRights:
+    """Which of a table's data actions a caller holds: what storage access the catalog may
+    hand them (vended credentials, remote signing). `write` implies access that writes as
+    well as reads; neither: no credentials and no signer at all."""
+
+    read: bool
+    write: bool
+
+    @property
+    def any(self) -> bool:
+        return self.read or self.write
+
+
+ALL_DATA = DataRights(read=True, write=True)
+NO_DATA = DataRights(read=False, write=False)
+
+
+def data_rights_from(caps: frozenset[str], own: frozenset[str] = frozenset()) -> DataRights:
+    """`read_data` / `write_data` on a table, for someone with `caps` on it."""
+    return DataRights(
+        read=allows("table", "read_data", caps, own),
+        write=allows("table", "write_data", caps, own),
+    )

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import Authorizer
+from icelog.api.auth.authorizer import Authorizer, missing
 from icelog.api.auth.principal import Principal
 from icelog.domain.errors import (
     ForbiddenError,
@@ -26,7 +26,15 @@ from icelog.domain.errors import (
     NotFoundError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id
-from icelog.domain.permissions import ObjectRef, PrincipalRef, allows
+from icelog.domain.permissions import (
+    ALL_DATA,
+    NO_DATA,
+    DataRights,
+    ObjectRef,
+    PrincipalRef,
+    allows,
+    data_rights_from,
+)
 
 Guard = Callable[[Request, Any, Any], None]
 
@@ -73,6 +81,18 @@ def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> fr
     if "describe" not in caps and obj.kind in _HIDDEN:
         raise _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
+
+
+def hidden_unless_seen(request: Request, obj: ObjectRef) -> None:
+    """Answer about `obj` (by id) only to a caller who may see it: to anyone else an object
+    that exists answers exactly as one that does not, so ids (namespace ids are predictable)
+    cannot be probed for existence."""
+    if obj.kind not in _HIDDEN:
+        return
+    try:
+        require(request, obj, "get_metadata")
+    except (ForbiddenError, NotFoundError):
+        raise missing(obj) from None
 
 
 def may(request: Request, obj: ObjectRef, action: str) -> bool:
@@ -213,12 +233,53 @@ def on_rename(kind: str) -> Guard:
     return cache_first(guard)
 
 
+def _creates(requirements: list[Any] | None) -> bool:
+    """A commit that creates its table (`assert-create`: the second half of a staged
+    create, or a create transaction): there is no table yet to hold rights on."""
+    return any(
+        isinstance(r, dict) and str(r.get("type", "")).lower() == "assert-create"
+        for r in requirements or ()
+    )
+
+
+def _may_create_in(request: Request, namespace: NamespaceName) -> None:
+    """What a create needs: `create_table` on the namespace (as `POST .../tables`); 403 when
+    the caller sees the namespace, 404 when not — whether or not the table exists."""
+    params = request.path_params
+
+    def check() -> frozenset[str]:
+        ref = namespace_ref(request, namespace)
+        return require(request, ref, "create_table", namespace.dotted)
+
+    _allowed(request, ("create_table_in", params.get("prefix"), namespace.key), check)
+
+
+@cache_first
+def on_table_commit(request: Request, body: Any, query: Any) -> None:
+    """updateTable: `commit` on the table; a commit with `assert-create` makes the table, so
+    it needs what creating it needs. Not `path_only`: the decision depends on the body."""
+    if _creates(body.requirements):
+        _may_create_in(request, _path_namespace(request))
+        return
+    params = request.path_params
+
+    def check() -> frozenset[str]:
+        name = _path_tabular(request, "table")
+        return require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
+
+    key = ("table", "commit", params.get("prefix"), params["namespace"], params["table"])
+    _allowed(request, key, check)
+
+
 @cache_first
 def on_transaction(request: Request, body: Any, query: Any) -> None:
     for change in body.table_changes:
         name = TabularName(
             NamespaceName(tuple(change.identifier.namespace)), change.identifier.name
         )
+        if _creates(change.requirements):
+            _may_create_in(request, name.namespace)
+            continue
         require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
 
 
@@ -274,10 +335,50 @@ def hide_empty(request: Request, items: list[Any]) -> None:
         raise _HIDDEN[hidden.kind](f"{hidden.kind.capitalize()} does not exist")
 
 
-def may_write_data(request: Request) -> bool:
-    """Vend read-write storage credentials? Without authorization: yes."""
-    caps = getattr(request.state, "caps", None)
-    return caps is None or "modify" in caps
+def authorization_on(request: Request) -> bool:
+    """Whether rights are checked at all (an identity provider is configured)."""
+    auth: Authorizer | None = getattr(request.app.state, "authorizer", None)
+    return auth is not None and auth.enabled
+
+
+def data_rights(request: Request, table: ObjectRef | None = None) -> DataRights:
+    """Which of `read_data` / `write_data` the caller holds on `table` — by default on the
+    table the route's guard checked (`on_tabular` leaves its capabilities on the request).
+    Every path that hands out storage access (vended credentials, signer configuration)
+    asks this: nothing without `read_data`, write scope only with `write_data`. Without a
+    provider: both. A route whose guard left nothing to go by vends nothing (fail closed)."""
+    if not authorization_on(request):
+        return ALL_DATA
+    if table is None:
+        caps = getattr(request.state, "caps", None)
+        return NO_DATA if caps is None else data_rights_from(caps)
+    # Read now, not from the cache: what is vended must not outlive a revoke.
+    caps, own = authorizer(request).decide(principals(request), table, fresh=True)
+    return data_rights_from(caps, own)
+
+
+def new_table_rights(
+    request: Request,
+    namespace: NamespaceName,
+    table_id: str | None,
+    *,
+    chosen_location: bool,
+) -> DataRights:
+    """The storage access of a createTable / registerTable answer. A created or registered
+    table (`table_id`) is its creator's own: their rights on it, as for a load. A staged
+    create (`table_id` None) claims nothing: at a location the client chose, no access at
+    all (no table holds that location yet, and it may lie on another table's or a dropped
+    table's files); at the default location (a fresh path of its own) read-write access for
+    a caller who may create tables in the namespace."""
+    if not authorization_on(request):
+        return ALL_DATA
+    if table_id is not None:
+        return data_rights(request, ObjectRef("table", table_id))
+    if chosen_location:
+        return NO_DATA
+    if may(request, namespace_ref(request, namespace), "create_table"):
+        return ALL_DATA
+    return NO_DATA
 
 
 def places_held(request: Request) -> tuple[set[str], set[str]]:

@@ -10,8 +10,8 @@ from uuid import UUID
 import orjson
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import SERVER, Authorizer, GrantAuthorizer, ancestors
-from icelog.api.auth.guards import principals, require
+from icelog.api.auth.authorizer import SERVER, Authorizer, GrantAuthorizer, ancestors, missing
+from icelog.api.auth.guards import hidden_unless_seen, principals, require
 from icelog.api.auth.principal import Principal
 from icelog.api.event_log import Indexer
 from icelog.api.http import ascii_int, context, namespace_from_query, parse_uuid, path_param
@@ -37,7 +37,7 @@ from icelog.api.models.permissions import (
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
 from icelog.commands.permissions import NoSuchRoleError
-from icelog.domain.errors import BadRequestError, ForbiddenError, NotFoundError
+from icelog.domain.errors import BadRequestError, ForbiddenError
 from icelog.domain.identifiers import namespace_id
 from icelog.domain.permissions import (
     ACTIONS,
@@ -76,7 +76,7 @@ def _by_id(kind: Kind, param: str) -> Callable[[Request], ObjectRef]:
         if kind in ("table", "view"):
             expected = str(parse_uuid(path_param(request, "warehouse_id"), "warehouse id"))
             if not any(o.kind == "warehouse" and o.id == expected for o in chain):
-                raise NotFoundError(f"{kind.capitalize()} {obj.id} is not in warehouse {expected}")
+                raise missing(obj)  # as if unknown: no hint that it lives elsewhere
         return obj
 
     return resolve
@@ -175,6 +175,11 @@ def get_access(
             user = principal.user_id if isinstance(principal, Principal) else "anonymous"
             who = auth.principals(user)
         caps, own = auth.decide(who, obj)
+        # One's own access to what one may not see answers as unknown; as of a past moment,
+        # what one could see then is answered (it tells nothing new).
+        asking_for_self = query.principal_user is None and query.principal_role is None
+        if asking_for_self and (position is None or "describe" not in caps):
+            hidden_unless_seen(request, obj)
         allowed = allowed_actions(obj.kind, caps, own)
         if position is None:
             return GetAccessResponse(allowed_actions=allowed)
@@ -197,6 +202,7 @@ def check(request: Request, body: CheckRequest) -> CheckResponse:
         require(request, obj, "read_assignments")
         who = _identity(authorizer(request), body.identity.user, body.identity.role)
     else:
+        hidden_unless_seen(request, obj)
         who = caller(request)
     if not target.action.startswith("grant_") and target.action not in ACTIONS[obj.kind]:
         raise BadRequestError(f"{obj.kind} has no action {target.action!r}")
@@ -221,7 +227,9 @@ def namespace_id_of(request: Request, query: NamespaceIdQuery) -> NamespaceIdRes
     warehouse = parse_uuid(path_param(request, "warehouse_id"), "warehouse id")
     name = namespace_from_query(query.namespace)
     nid = namespace_id(warehouse, name)
-    ancestors(services(request).queries, ObjectRef("namespace", str(nid)))
+    found = ObjectRef("namespace", str(nid))
+    ancestors(services(request).queries, found)
+    hidden_unless_seen(request, found)
     return NamespaceIdResponse(namespace_id=nid)
 
 

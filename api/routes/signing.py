@@ -41,9 +41,9 @@ def _answer(
     if region != profile["region"]:
         raise ForbiddenError(f"This warehouse's bucket is in {profile['region']}, not {region}")
     access = access_for(profile, services(request).catalog.secrets)
-    target = parse_target(
-        uri, path_style_hint=bool(profile["path-style-access"]), endpoint=access.endpoint
-    )
+    # The same endpoint and region `sign` addresses the URI with: what is signed is what
+    # was checked.
+    target = parse_target(uri, endpoint=access.endpoint, region=access.region)
     check_allowed(target, method, allowed=[table_location(target)], write=True, body=payload)
     signed = sign(access, region=region, method=method, uri=uri, headers=headers, body=payload)
     # Java caches answers marked `private` by method and URI alone; signatures carry a

@@ -9,7 +9,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from icelog.api.auth.guards import hide_empty, list_filter, may_write_data
+from icelog.api.auth.guards import data_rights, hide_empty, list_filter, new_table_rights
 from icelog.api.http import (
     context,
     namespace_param,
@@ -40,10 +40,12 @@ from icelog.commands.catalog import TableState
 from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,
+    ForbiddenError,
     NoSuchNamespaceError,
     NoSuchTableError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.permissions import DataRights
 
 
 def _name(request: Request) -> TabularName:
@@ -77,24 +79,34 @@ def catalog_root(request: Request) -> str:
 
 
 def table_access(
-    request: Request, warehouse_id: UUID, name: TabularName, location: str
+    request: Request,
+    warehouse_id: UUID,
+    name: TabularName,
+    location: str,
+    rights: DataRights | None = None,
 ) -> TableAccess:
+    """The storage part of a table answer, by the caller's data rights: by default those
+    the route's guard found on the table (`data_rights`)."""
     return services(request).access.for_table(
         warehouse_id=warehouse_id,
         name=name,
         location=location,
         delegation=request.headers.get("x-iceberg-access-delegation"),
         catalog_root=catalog_root(request),
-        write=may_write_data(request),
+        rights=data_rights(request) if rights is None else rights,
     )
 
 
 def _load_result(
-    request: Request, warehouse_id: UUID, name: TabularName, state: TableState
+    request: Request,
+    warehouse_id: UUID,
+    name: TabularName,
+    state: TableState,
+    rights: DataRights,
 ) -> bytes:
     """LoadTableResult: the document as rendered (the commands already hold its bytes when
     they wrote the file), the storage configuration, the location."""
-    access = table_access(request, warehouse_id, name, str(state.metadata["location"]))
+    access = table_access(request, warehouse_id, name, str(state.metadata["location"]), rights)
     document = state.document if state.document is not None else orjson.dumps(state.metadata)
     location = b""
     if state.metadata_location is not None:
@@ -161,7 +173,13 @@ def create_table(request: Request, body: CreateTableRequest) -> bytes:
         properties=dict(body.properties or {}),
         stage=bool(body.stage_create),
     )
-    return _load_result(request, warehouse_id, name, state)
+    rights = new_table_rights(
+        request,
+        name.namespace,
+        None if body.stage_create else str(state.table_id),
+        chosen_location=bool(body.location),
+    )
+    return _load_result(request, warehouse_id, name, state, rights)
 
 
 async def load_table(request: Request) -> Response:
@@ -200,12 +218,16 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
         raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
     if _file_warehouse(svc, wid):
         # Nothing vended, no signer: the fields are always the same.
-        fields, vended = _PLAIN_FIELDS, False
+        fields, vended, scope = _PLAIN_FIELDS, False, ""
     else:
-        access = await _access_for_row(request, wid, name, row.id)
+        rights = data_rights(request)
+        access = await _access_for_row(request, wid, name, row.id, rights)
         fields, vended = orjson.dumps(access.response_fields())[1:], access.vended
+        # The storage part differs by right (a signer or none): a 304 must not keep a
+        # caller on what an answer for their former rights held.
+        scope = "-rw" if rights.write else "-r" if rights.read else "-none"
     # Vended credentials expire: such a response must not be answered with 304 later.
-    etag = None if vended else _etag(row.id, row.version, mode)
+    etag = None if vended else _etag(row.id, row.version, mode + scope)
     if etag is not None and _if_none_match(request) == etag:
         return 304, b"", etag
     metadata = row.metadata
@@ -242,7 +264,7 @@ def _if_none_match(request: Request) -> str | None:
 
 
 async def _access_for_row(
-    request: Request, warehouse_id: UUID, name: TabularName, table_id: str
+    request: Request, warehouse_id: UUID, name: TabularName, table_id: str, rights: DataRights
 ) -> TableAccess:
     """The access of a table whose warehouse is not known to be a file one (the caller
     answers those on the loop): S3 ones may call STS, so the work goes to a thread."""
@@ -254,7 +276,7 @@ async def _access_for_row(
         location = svc.queries.tabular_location(table_id)
         if location is None:
             raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-        return table_access(request, warehouse_id, name, location)
+        return table_access(request, warehouse_id, name, location, rights)
 
     return await run_in_thread(build)
 
@@ -326,7 +348,8 @@ def register_table(request: Request, body: RegisterTableRequest) -> bytes:
     state = svc.catalog.register_table(
         context(request), warehouse_id, name, body.metadata_location, overwrite=body.overwrite
     )
-    return _load_result(request, warehouse_id, name, state)
+    rights = new_table_rights(request, name.namespace, str(state.table_id), chosen_location=False)
+    return _load_result(request, warehouse_id, name, state, rights)
 
 
 def rename_table(request: Request, body: RenameTableRequest) -> None:
@@ -374,10 +397,13 @@ def load_credentials(request: Request) -> LoadCredentialsResponse:
     location = None if row is None else svc.queries.tabular_location(row.id)
     if row is None or location is None:
         raise NoSuchTableError(f"Table does not exist: {name.dotted}")
+    rights = data_rights(request)  # the guard asked for read_data; write scope by right
+    if not rights.any:
+        raise ForbiddenError(f"Not allowed to read_data on table {name.dotted}")
     profile = svc.access.profile(wid)
     if profile.get("type") != "s3" or not profile.get("sts-enabled"):
         return LoadCredentialsResponse(storage_credentials=[])
-    vended = svc.access.vend(profile, location, write=may_write_data(request))
+    vended = svc.access.vend(profile, location, write=rights.write)
     return LoadCredentialsResponse(
         storage_credentials=[StorageCredential.model_validate(c) for c in vended]
     )

@@ -13,20 +13,22 @@ and read from Iceberg-Java's S3V4RestSignerClient):
 - Iceberg-Java merges the returned headers *under* the request's own (the client's win).
 So the response carries only what the client lacks: Authorization, X-Amz-Date,
 X-Amz-Security-Token (with a session credential) and X-Amz-Content-SHA256 when the client
-did not send one (PyIceberg never does; we then sign UNSIGNED-PAYLOAD). Client headers
-are signed exactly as sent and never rewritten, so both merge orders give the same request.
+did not send one (PyIceberg never does; we then sign UNSIGNED-PAYLOAD, or the body's
+SHA-256 for a bulk delete). Client headers are signed exactly as sent and never
+rewritten, so both merge orders give the same request, with one exception: Host. It is
+computed from the URI (`s3_addressing`), the same way the checked bucket and key are, and
+a client Host that differs is refused: S3 routes by Host, so a signed Host the client
+chose would let a request checked for one bucket be sent to another.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import re
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 from xml.etree import ElementTree
 
 import botocore.session
@@ -36,7 +38,8 @@ from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError
 
 from icelog.commands.storage.s3 import S3Access, split_location
-from icelog.domain.errors import BadRequestError, ForbiddenError, ServiceUnavailableError
+from icelog.commands.storage.s3_addressing import address, check_addressing_headers
+from icelog.domain.errors import ForbiddenError, ServiceUnavailableError
 
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"
 WRITE_METHODS = frozenset({"PUT", "POST", "DELETE"})
@@ -109,11 +112,9 @@ _UNSIGNED_HEADERS = frozenset(
     }
 )
 
-# `bucket.s3.region.amazonaws.com`, `bucket.s3-accelerate.amazonaws.com`, ... The greedy
-# group takes the last `.s3` label, so dotted bucket names survive.
-_AWS_VIRTUAL_HOST = re.compile(r"^(?P<bucket>.+)\.s3[.-](?:[a-z0-9-]+\.)*amazonaws\.com(?:\.cn)?$")
-_AWS_HOST = re.compile(r"(?:^|\.)amazonaws\.com(?:\.cn)?$")
-_IP_HOST = re.compile(r"^[0-9.]+$|^\[.*\]$")
+# Computed by the signer from the URI, never taken from the client, never returned (an
+# HTTP client derives Host from the URI it sends to, which is exactly what was signed).
+_OURS = frozenset({"host", ":authority"})
 
 
 @dataclass(frozen=True)
@@ -139,65 +140,21 @@ class S3Target:
         return any(key == name for key, _ in self.params)
 
 
-def parse_target(
-    uri: str, *, path_style_hint: bool | None = None, endpoint: str | None = None
-) -> S3Target:
+def parse_target(uri: str, *, endpoint: str | None, region: str = "us-east-1") -> S3Target:
     """Bucket, key and operation of an S3 request URI.
 
-    AWS hosts tell the addressing style themselves (`bucket.s3...` is virtual-host, `s3...`
-    is path-style). For a custom `endpoint` (the catalog's own S3Access.endpoint) the host
-    must be that endpoint (path-style) or `<bucket>.<endpoint host>` (virtual-host);
-    anything else is refused, because a host we misread could name a bucket we never
-    checked. Without an endpoint, `path_style_hint` decides for non-AWS hosts: None means
-    path-style, which is what botocore uses for custom endpoints; IP and single-label
-    hosts are always path-style.
+    `endpoint` and `region` are the warehouse's (S3Access.endpoint, .region): the URI must
+    address that S3 service, path-style or virtual-host; `s3_addressing.address` decides
+    the one bucket and key, and `sign` signs the Host it derives from the same inputs.
     """
-    try:
-        parts = urlsplit(uri)
-        _port(parts)  # a port that is not a number, or out of range, raises here
-    except ValueError:
-        raise BadRequestError("Sign request URI is not a valid URL") from None
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host:
-        raise BadRequestError("Sign request URI must be an absolute http(s) URL")
-    path = parts.path or "/"
-
-    virtual_bucket: str | None = None
-    if match := _AWS_VIRTUAL_HOST.match(host):
-        virtual_bucket = match.group("bucket")
-    elif _AWS_HOST.search(host):
-        pass
-    elif endpoint is not None:
-        virtual_bucket = _bucket_from_endpoint_host(parts, urlsplit(endpoint))
-    elif not (_IP_HOST.match(host) or "." not in host or path_style_hint is not False):
-        virtual_bucket = host.split(".", 1)[0]
-
-    if virtual_bucket is not None:
-        bucket, raw_key = virtual_bucket, path[1:]
-    else:
-        raw_bucket, _, raw_key = path[1:].partition("/")
-        bucket = unquote(raw_bucket)
-    if not bucket:
-        raise BadRequestError("Sign request URI names no bucket")
-
-    params = tuple(parse_qsl(parts.query, keep_blank_values=True))
-    key = unquote(raw_key)
-    return S3Target(bucket=bucket, key=key, operation=_operation(key, params), params=params)
-
-
-def _port(parts: SplitResult) -> int:
-    return parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def _bucket_from_endpoint_host(parts: SplitResult, endpoint: SplitResult) -> str | None:
-    """None for path-style (the host is the endpoint), else the bucket in front of it."""
-    host, endpoint_host = parts.hostname or "", (endpoint.hostname or "").lower()
-    if _port(parts) == _port(endpoint):
-        if host == endpoint_host:
-            return None
-        if host.endswith("." + endpoint_host):
-            return host[: -len(endpoint_host) - 1]
-    raise ForbiddenError(f"Sign request is not for the configured S3 endpoint: {parts.netloc}")
+    addressed = address(uri, endpoint=endpoint, region=region)
+    params = tuple(parse_qsl(addressed.query, keep_blank_values=True))
+    return S3Target(
+        bucket=addressed.bucket,
+        key=addressed.key,
+        operation=_operation(addressed.key, params),
+        params=params,
+    )
 
 
 def _operation(key: str, params: tuple[tuple[str, str], ...]) -> str:
@@ -357,19 +314,35 @@ def _header(headers: Mapping[str, Sequence[str]], name: str) -> str | None:
     return None
 
 
-def _body_is_bound(headers: Mapping[str, Sequence[str]], body: str) -> bool:
-    """Whether a signed header pins the body, so it cannot be swapped after the check."""
+def _bulk_delete_payload_hash(headers: Mapping[str, Sequence[str]], body: str) -> str:
+    """The payload hash to sign for a bulk delete, so S3 refuses any other body.
+
+    The keys were checked in this body; the signature must pin it. Only SHA-256 and MD5
+    count: a CRC (or SHA-1) checksum header is cheap to match with another body. Without
+    a declared `x-amz-content-sha256` we sign the body's SHA-256 (and return the header);
+    a declared one must be that hash, or UNSIGNED-PAYLOAD next to a matching Content-MD5
+    or x-amz-checksum-sha256 (which S3 verifies). Chunked uploads and trailers (whose
+    checksums come after the signature) are refused.
+    """
     data = body.encode()
-    sha = _header(headers, "x-amz-content-sha256")
+    body_sha = hashlib.sha256(data).hexdigest()
+    declared = _header(headers, "x-amz-content-sha256")
     md5 = _header(headers, "content-md5")
     sha_b64 = _header(headers, "x-amz-checksum-sha256")
-    crc = _header(headers, "x-amz-checksum-crc32")
-    return (
-        sha == hashlib.sha256(data).hexdigest()
-        or md5 == base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324 - S3's own checksum
-        or sha_b64 == base64.b64encode(hashlib.sha256(data).digest()).decode()
-        or crc == base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
-    )
+    body_md5 = base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324 - S3's own
+    body_sha_b64 = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    if md5 is not None and md5 != body_md5:
+        raise ForbiddenError("Bulk delete Content-MD5 does not match the body")
+    if sha_b64 is not None and sha_b64 != body_sha_b64:
+        raise ForbiddenError("Bulk delete x-amz-checksum-sha256 does not match the body")
+    chunked = "aws-chunked" in (_header(headers, "content-encoding") or "").lower()
+    if chunked or _header(headers, "x-amz-trailer") is not None:
+        raise ForbiddenError("Bulk delete bodies must be sent whole, not chunked")
+    if declared is None or declared == body_sha:
+        return body_sha
+    if declared == UNSIGNED_PAYLOAD and (md5 is not None or sha_b64 is not None):
+        return UNSIGNED_PAYLOAD
+    raise ForbiddenError("Bulk delete body is not covered by its SHA-256 or Content-MD5")
 
 
 def _credentials(access: S3Access) -> Credentials:
@@ -399,35 +372,39 @@ def sign(
 ) -> dict[str, Any]:
     """SigV4-sign the described request; returns the S3SignResponse (`uri`, `headers`).
 
-    Only headers the client lacks are returned (see the module docstring). Raises
-    ForbiddenError for requests this signer refuses whatever the location: server-side
-    copies (their source is a header, outside the URI check) and bulk deletes whose body
-    is not pinned by a checksum header.
+    The URI is addressed as `parse_target` does (same endpoint and region, from `access`)
+    and the signature covers the Host derived from it, never a client's Host. Only headers
+    the client lacks are returned (see the module docstring). Raises ForbiddenError for
+    requests this signer refuses whatever the location: a Host or routing header that
+    points elsewhere, server-side copies (their source is a header, outside the URI
+    check) and bulk deletes whose body the signature would not pin.
     """
-    credentials = _credentials(access)
-    if _header(headers, "x-amz-copy-source") is not None:
+    addressed = address(uri, endpoint=access.endpoint, region=access.region)
+    check_addressing_headers(headers, addressed, scheme=urlsplit(uri).scheme)
+    if any(name.lower().startswith("x-amz-copy-source") for name in headers):
         raise ForbiddenError("Server-side copy is not allowed for remote signing")
-    is_bulk_delete = method.upper() == "POST" and "delete" in dict(
-        parse_qsl(urlsplit(uri).query, keep_blank_values=True)
-    )
-    if is_bulk_delete and (body is None or not _body_is_bound(headers, body)):
-        raise ForbiddenError("Bulk delete body is missing or not covered by a checksum header")
-
+    credentials = _credentials(access)
     sent = {name.lower(): ", ".join(values) for name, values in headers.items()}
     payload_hash = sent.get("x-amz-content-sha256") or UNSIGNED_PAYLOAD
-    request = AWSRequest(
-        method=method.upper(),
-        url=uri,
-        headers={
-            name: ", ".join(values)
-            for name, values in headers.items()
-            if name.lower() not in _UNSIGNED_HEADERS
-        },
+    is_bulk_delete = method.upper() == "POST" and "delete" in dict(
+        parse_qsl(addressed.query, keep_blank_values=True)
     )
+    if is_bulk_delete:
+        if body is None:
+            raise ForbiddenError("Bulk delete requests must include the request body to be signed")
+        payload_hash = _bulk_delete_payload_hash(headers, body)
+
+    signed_headers = {
+        name: ", ".join(values)
+        for name, values in headers.items()
+        if name.lower() not in _UNSIGNED_HEADERS and name.lower() not in _OURS
+    }
+    signed_headers["host"] = addressed.host
+    request = AWSRequest(method=method.upper(), url=uri, headers=signed_headers)
     _ClientPayloadSigner(credentials, region, payload_hash).add_auth(request)
 
     returned: dict[str, list[str]] = {}
     for name, value in request.headers.items():
-        if sent.get(name.lower()) != value:
+        if name.lower() not in _OURS and sent.get(name.lower()) != value:
             returned[name] = [value]
     return {"uri": uri, "headers": returned}

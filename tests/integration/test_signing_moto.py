@@ -80,7 +80,8 @@ def send(
 ) -> httpx.Response:
     """What a remote-signing client does: describe, check, get headers, add them, send."""
     client_headers = dict(client_headers or {})
-    check_allowed(parse_target(uri), method, allowed=ALLOWED, write=True, body=body)
+    target = parse_target(uri, endpoint=access.endpoint, region=access.region)
+    check_allowed(target, method, allowed=ALLOWED, write=True, body=body)
     response: dict[str, Any] = sign(
         access,
         region="us-east-1",

@@ -17,6 +17,7 @@ from icelog.domain.permissions import (
     allows,
     capabilities,
     check_relation,
+    data_rights_from,
     role_closure,
 )
 
@@ -152,3 +153,34 @@ def test_data_rights_held_above_hold_below(held: dict[ObjectRef, set[str]]) -> N
     data = {"describe", "select", "modify", "create"}
     on_ns = caps_on(NS, held) & data
     assert on_ns <= caps_on(TABLE, held)
+
+
+@pytest.mark.parametrize(
+    ("relation", "read", "write"),
+    [
+        ("describe", False, False),
+        ("create", False, False),
+        ("pass_grants", False, False),
+        ("manage_grants", False, False),
+        ("select", True, False),
+        ("modify", True, True),
+        ("ownership", True, True),
+        ("data_admin", True, True),
+        ("security_admin", False, False),
+        ("project_admin", True, True),
+        ("admin", False, False),
+        ("operator", True, True),
+    ],
+)
+def test_data_rights_decide_what_storage_access_a_caller_gets(
+    relation: str, read: bool, write: bool
+) -> None:
+    """Vended credentials and signing follow read_data / write_data (issue 31): `describe`
+    (and the grant and server-admin relations) give none, `select` read-only access."""
+    where = {"data_admin": PROJECT, "security_admin": PROJECT, "project_admin": PROJECT}
+    holder = {"admin": SERVER, "operator": SERVER}
+    on = where.get(relation) or holder.get(relation) or NS
+    caps = caps_on(TABLE, {on: {relation}})
+    rights = data_rights_from(caps)
+    assert (rights.read, rights.write) == (read, write)
+    assert rights.any == (read or write)

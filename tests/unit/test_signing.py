@@ -28,6 +28,7 @@ ACCESS = S3Access(
 )
 ALLOWED = ["s3://lake/wh/t1"]
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5)
+UNSIGNED = "UNSIGNED-PAYLOAD"
 BODY_HASH = hashlib.sha256(b"parquet bytes").hexdigest()
 
 
@@ -38,9 +39,15 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- parse_target -------------------------------------------------------------------
 
+ENDPOINT = "http://127.0.0.1:9000"
+
+
+def parse(uri: str, endpoint: str | None = ENDPOINT, region: str = "us-east-1") -> S3Target:
+    return parse_target(uri, endpoint=endpoint, region=region)
+
 
 def test_path_style_uri_gives_bucket_and_decoded_key() -> None:
-    target = parse_target("http://127.0.0.1:9000/lake/wh/t1/data/a%20b%2Bc.parquet")
+    target = parse("http://127.0.0.1:9000/lake/wh/t1/data/a%20b%2Bc.parquet")
     assert (target.bucket, target.key, target.operation) == (
         "lake",
         "wh/t1/data/a b+c.parquet",
@@ -49,52 +56,64 @@ def test_path_style_uri_gives_bucket_and_decoded_key() -> None:
 
 
 def test_aws_virtual_host_and_path_style_uris() -> None:
-    virtual = parse_target("https://lake.s3.us-east-1.amazonaws.com/wh/t1/x.avro")
+    virtual = parse("https://lake.s3.us-east-1.amazonaws.com/wh/t1/x.avro", None)
     assert (virtual.bucket, virtual.key) == ("lake", "wh/t1/x.avro")
-    dotted = parse_target("https://my.lake.s3.eu-west-1.amazonaws.com/k")
+    dotted = parse("https://my.lake.s3.eu-west-1.amazonaws.com/k", None, "eu-west-1")
     assert (dotted.bucket, dotted.key) == ("my.lake", "k")
-    legacy = parse_target("https://lake.s3-eu-west-1.amazonaws.com/k")
+    legacy = parse("https://lake.s3-eu-west-1.amazonaws.com/k", None, "eu-west-1")
     assert legacy.bucket == "lake"
-    path = parse_target("https://s3.us-east-1.amazonaws.com/lake/wh/t1/x.avro")
+    path = parse("https://s3.us-east-1.amazonaws.com/lake/wh/t1/x.avro", None)
     assert (path.bucket, path.key) == ("lake", "wh/t1/x.avro")
-    # The AWS host decides, whatever the hint says.
-    assert parse_target("https://lake.s3.amazonaws.com/k", path_style_hint=True).bucket == "lake"
+    assert parse("https://lake.s3.amazonaws.com/k", None).bucket == "lake"
+    # Another region's host, an access point, or any other host: refused.
+    for elsewhere in (
+        "https://lake.s3.eu-west-1.amazonaws.com/k",
+        "https://ap-123.s3-accesspoint.us-east-1.amazonaws.com/k",
+        "https://lake.example.com/k",
+        "http://127.0.0.1:9000/lake/k",
+    ):
+        with pytest.raises(ForbiddenError):
+            parse(elsewhere, None)
 
 
-def test_custom_hosts_follow_the_endpoint_or_the_hint() -> None:
+def test_custom_hosts_follow_the_endpoint() -> None:
     endpoint = "http://minio.local:9000"
-    assert parse_target("http://minio.local:9000/lake/k", endpoint=endpoint).bucket == "lake"
-    virtual = parse_target("http://lake.minio.local:9000/k", endpoint=endpoint)
+    assert parse("http://minio.local:9000/lake/k", endpoint).bucket == "lake"
+    virtual = parse("http://lake.minio.local:9000/k", endpoint)
     assert (virtual.bucket, virtual.key) == ("lake", "k")
     for elsewhere in ("http://other.example:9000/lake/k", "http://minio.local:9001/lake/k"):
         with pytest.raises(ForbiddenError):
-            parse_target(elsewhere, endpoint=endpoint)
-    assert parse_target("http://lake.example.com/k", path_style_hint=False).bucket == "lake"
-    assert parse_target("http://store.example.com/lake/k").bucket == "lake"
-    assert parse_target("http://localhost:9000/lake/k", path_style_hint=False).bucket == "lake"
+            parse(elsewhere, endpoint)
+    # An IP endpoint has no virtual hosts; an endpoint's path comes before the bucket.
+    with pytest.raises(ForbiddenError):
+        parse("http://lake.127.0.0.1:9000/k")
+    based = parse("https://store.example/s3/lake/wh/k", "https://store.example/s3")
+    assert (based.bucket, based.key) == ("lake", "wh/k")
+    with pytest.raises(ForbiddenError):
+        parse("https://store.example/lake/wh/k", "https://store.example/s3")
 
 
 def test_operations_from_the_query() -> None:
     base = "http://127.0.0.1:9000/lake"
-    listing = parse_target(f"{base}?list-type=2&prefix=wh%2Ft1%2Fdata%2F&delimiter=%2F")
+    listing = parse(f"{base}?list-type=2&prefix=wh%2Ft1%2Fdata%2F&delimiter=%2F")
     assert (listing.key, listing.operation, listing.param("prefix")) == ("", "list", "wh/t1/data/")
-    assert parse_target(f"{base}/wh/t1/k?uploads").operation == "create-multipart"
-    part = parse_target(f"{base}/wh/t1/k?partNumber=2&uploadId=abc")
+    assert parse(f"{base}/wh/t1/k?uploads").operation == "create-multipart"
+    part = parse(f"{base}/wh/t1/k?partNumber=2&uploadId=abc")
     assert (part.operation, part.param("uploadId")) == ("upload-part", "abc")
-    assert parse_target(f"{base}/wh/t1/k?uploadId=abc").operation == "multipart"
-    assert parse_target(f"{base}?delete").operation == "delete-objects"
-    assert parse_target(f"{base}?delete=").has_param("delete")
-    assert parse_target(f"{base}/wh/t1/k?tagging").operation == "tagging"
-    assert parse_target(f"{base}/wh/t1/k?versionId=1&response-content-type=x").operation == "object"
-    assert parse_target(base).operation == "bucket"
-    assert parse_target(f"{base}/wh/t1/k?acl").operation.startswith("unsupported")
-    assert parse_target(f"{base}?policy").operation.startswith("unsupported")
+    assert parse(f"{base}/wh/t1/k?uploadId=abc").operation == "multipart"
+    assert parse(f"{base}?delete").operation == "delete-objects"
+    assert parse(f"{base}?delete=").has_param("delete")
+    assert parse(f"{base}/wh/t1/k?tagging").operation == "tagging"
+    assert parse(f"{base}/wh/t1/k?versionId=1&response-content-type=x").operation == "object"
+    assert parse(base).operation == "bucket"
+    assert parse(f"{base}/wh/t1/k?acl").operation.startswith("unsupported")
+    assert parse(f"{base}?policy").operation.startswith("unsupported")
 
 
 def test_malformed_uris_are_bad_requests() -> None:
     for uri in ("s3://lake/k", "/lake/k", "http://127.0.0.1:9000/", "http:///lake"):
         with pytest.raises(BadRequestError):
-            parse_target(uri)
+            parse(uri)
 
 
 # --- check_allowed ------------------------------------------------------------------
@@ -103,7 +122,7 @@ def test_malformed_uris_are_bad_requests() -> None:
 def allowed(uri: str, method: str = "GET", *, write: bool = True, body: str | None = None) -> bool:
     try:
         check_allowed(
-            parse_target(f"http://127.0.0.1:9000{uri}"),
+            parse(f"http://127.0.0.1:9000{uri}"),
             method,
             allowed=ALLOWED,
             write=write,
@@ -126,7 +145,7 @@ def test_keys_must_be_inside_an_allowed_prefix_by_segment() -> None:
 
 
 def test_allowed_spellings_and_trailing_slashes() -> None:
-    target = parse_target("http://h:1/lake/wh/t1/a")
+    target = parse("http://127.0.0.1:9000/lake/wh/t1/a")
     for spelling in ("s3a://lake/wh/t1", "s3n://lake/wh/t1/", "s3://lake/wh/"):
         check_allowed(target, "GET", allowed=[spelling], write=False, body=None)
     check_allowed(target, "GET", allowed=["s3://elsewhere/x", "s3://lake"], write=False, body=None)
@@ -166,7 +185,7 @@ def test_listing_prefix_must_be_inside() -> None:
 
 def test_bucket_level_requests() -> None:
     whole = ["s3://lake"]
-    head = parse_target("http://h:1/lake")
+    head = parse("http://127.0.0.1:9000/lake")
     check_allowed(head, "HEAD", allowed=whole, write=False, body=None)
     check_allowed(head, "GET", allowed=whole, write=False, body=None)
     with pytest.raises(ForbiddenError):
@@ -201,7 +220,11 @@ def test_bulk_delete_checks_every_key_in_the_body() -> None:
 def test_messages_name_the_location() -> None:
     with pytest.raises(ForbiddenError) as raised:
         check_allowed(
-            parse_target("http://h:1/lake/wh/t10/x"), "GET", allowed=ALLOWED, write=True, body=None
+            parse("http://127.0.0.1:9000/lake/wh/t10/x"),
+            "GET",
+            allowed=ALLOWED,
+            write=True,
+            body=None,
         )
     assert "s3://lake/wh/t10/x" in raised.value.message
     assert raised.value.status == 403
@@ -335,26 +358,69 @@ def test_server_side_copy_is_refused() -> None:
             )
 
 
-def test_bulk_delete_body_must_be_pinned_by_a_checksum() -> None:
+def signed_payload_hash(headers: Mapping[str, list[str]], response: Mapping[str, object]) -> str:
+    """The x-amz-content-sha256 the signed request carries: the client's or the answer's."""
+    returned = response["headers"]
+    assert isinstance(returned, dict)
+    lower = {k.lower(): v[0] for k, v in headers.items()} | {
+        k.lower(): v[0] for k, v in returned.items()
+    }
+    return str(lower["x-amz-content-sha256"])
+
+
+def md5_of(data: bytes) -> str:
+    return base64.b64encode(hashlib.md5(data).digest()).decode()  # noqa: S324
+
+
+def test_bulk_delete_body_is_pinned_by_its_sha256() -> None:
     uri = "http://127.0.0.1:9000/lake?delete"
     body = delete_body("wh/t1/a")
     data = body.encode()
-    pinned = [
-        {"Content-MD5": [base64.b64encode(hashlib.md5(data).digest()).decode()]},  # noqa: S324
+    sha = hashlib.sha256(data).hexdigest()
+    declared = [
+        {},
+        {"Content-MD5": [md5_of(data)]},
         {"x-amz-checksum-crc32": [base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()]},
         {"x-amz-checksum-sha256": [base64.b64encode(hashlib.sha256(data).digest()).decode()]},
-        {"x-amz-content-sha256": [hashlib.sha256(data).hexdigest()]},
+        {"x-amz-content-sha256": [sha]},
     ]
-    for headers in pinned:
-        assert sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=body)
-    other = delete_body("wh/t10/b")
-    for headers in pinned:  # checksums of a different body
+    for headers in declared:
+        response = sign(
+            ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=body
+        )
+        # Whatever else the client declared, the signature covers the checked body's hash.
+        assert signed_payload_hash(headers, response) == sha
+    # UNSIGNED-PAYLOAD only next to a digest S3 verifies and that matches.
+    unsigned = {"x-amz-content-sha256": [UNSIGNED], "Content-MD5": [md5_of(data)]}
+    response = sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=unsigned, body=body)
+    assert signed_payload_hash(unsigned, response) == UNSIGNED
+    with pytest.raises(ForbiddenError):  # no body to check
+        sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers={})
+
+
+@pytest.mark.attack
+def test_attack_bulk_delete_body_swapped_under_a_weak_checksum() -> None:
+    uri = "http://127.0.0.1:9000/lake?delete"
+    body = delete_body("wh/t1/a")
+    data = body.encode()
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    refused = [
+        # A CRC is easy to match with another body: it pins nothing.
+        {"x-amz-content-sha256": [UNSIGNED], "x-amz-checksum-crc32": [crc]},
+        {"x-amz-content-sha256": [UNSIGNED]},
+        {"x-amz-content-sha256": ["STREAMING-UNSIGNED-PAYLOAD-TRAILER"]},
+        {"x-amz-content-sha256": [UNSIGNED], "x-amz-checksum-sha1": ["AAAA"]},
+        # Digests of another body.
+        {"x-amz-content-sha256": [hashlib.sha256(b"other").hexdigest()]},
+        {"Content-MD5": [md5_of(b"other")]},
+        {"x-amz-checksum-sha256": [base64.b64encode(hashlib.sha256(b"x").digest()).decode()]},
+        # Checksums that arrive after the signature.
+        {"x-amz-trailer": ["x-amz-checksum-crc32"]},
+        {"Content-Encoding": ["aws-chunked"]},
+    ]
+    for headers in refused:
         with pytest.raises(ForbiddenError):
-            sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=other)
-    with pytest.raises(ForbiddenError):
-        sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=pinned[0])
-    with pytest.raises(ForbiddenError):
-        sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers={}, body=body)
+            sign(ACCESS, region="us-east-1", method="POST", uri=uri, headers=headers, body=body)
 
 
 def test_default_credential_chain_when_the_storage_has_no_keys(
@@ -367,7 +433,7 @@ def test_default_credential_chain_when_the_storage_has_no_keys(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    keyless = S3Access(region="us-east-1")
+    keyless = S3Access(region="us-east-1", endpoint=ENDPOINT)
     uri = "http://127.0.0.1:9000/lake/wh/t1/a"
     headers = sign(keyless, region="us-east-1", method="GET", uri=uri, headers={})["headers"]
     assert authorization_parts(headers["Authorization"][0])["Credential"].startswith("AKIDFROMENV/")
@@ -381,5 +447,142 @@ def test_default_credential_chain_when_the_storage_has_no_keys(
 
 
 def test_target_is_a_plain_value() -> None:
-    target = parse_target("http://h:1/lake/wh/t1/a?versionId=7")
+    target = parse("http://127.0.0.1:9000/lake/wh/t1/a?versionId=7")
     assert target == S3Target("lake", "wh/t1/a", "object", (("versionId", "7"),))
+
+
+# --- attacks on addressing: what is signed is what was checked ------------------------
+
+MINIO = S3Access(
+    region="us-east-1",
+    endpoint="http://minio.local:9000",
+    access_key_id="AKIDSIGNING",
+    secret_access_key=SECRET,
+)
+
+
+def signed(
+    uri: str,
+    headers: Mapping[str, list[str]] | None = None,
+    method: str = "GET",
+    access: S3Access = MINIO,
+) -> bool:
+    try:
+        sign(access, region="us-east-1", method=method, uri=uri, headers=dict(headers or {}))
+    except (ForbiddenError, BadRequestError):
+        return False
+    return True
+
+
+@pytest.mark.attack
+def test_attack_a_client_host_never_reaches_the_signature() -> None:
+    # Issue 31: checked as bucket `lake` key `victim`, sent path-style with the endpoint as
+    # Host, S3 reads bucket `victim`. The client's Host is refused, in every spelling.
+    uri = "http://lake.minio.local:9000/victim"
+    for name in ("host", "Host", "HOST", ":authority"):
+        for value in ("minio.local:9000", "victim.minio.local:9000", "lake.minio.local:9001"):
+            assert not signed(uri, {name: [value]}), (name, value)
+    target = parse_target(uri, endpoint=MINIO.endpoint, region="us-east-1")
+    assert (target.bucket, target.key) == ("lake", "victim")
+    assert not signed(uri, {"Host": ["lake.minio.local:9000", "minio.local:9000"]})
+    assert not signed(uri, {"Host": ["lake.minio.local:9000"], "host": ["minio.local:9000"]})
+    # The URI's own authority may be sent (any case, default port spelled or not).
+    assert signed(uri, {"Host": ["Lake.Minio.Local:9000"]})
+    aws = S3Access(region="us-east-1", access_key_id="AKIDSIGNING", secret_access_key=SECRET)
+    aws_uri = "http://lake.s3.amazonaws.com/wh/t1/a"
+    assert signed(aws_uri, {"host": ["lake.s3.amazonaws.com:80"]}, access=aws)
+    assert not signed(aws_uri, {"host": ["s3.amazonaws.com"]}, access=aws)
+
+
+@pytest.mark.attack
+def test_attack_the_signed_host_is_derived_from_the_uri() -> None:
+    for uri, host in (
+        ("http://lake.minio.local:9000/wh/t1/a", "lake.minio.local:9000"),
+        ("http://minio.local:9000/lake/wh/t1/a", "minio.local:9000"),
+        ("http://MINIO.local:9000/lake/wh/t1/a", "minio.local:9000"),
+    ):
+        for client in ({}, {"Host": [host]}):
+            response = sign(MINIO, region="us-east-1", method="GET", uri=uri, headers=client)
+            headers = response["headers"]
+            assert not {"host", ":authority"} & {k.lower() for k in headers}
+            auth = authorization_parts(headers["Authorization"][0])
+            assert "host" in auth["SignedHeaders"].split(";")
+            sent = {k: v[0] for k, v in headers.items()} | {"host": host}
+            path_uri = uri.replace("MINIO", "minio")
+            expected = reference_signature(
+                SECRET, "us-east-1", "GET", path_uri, sent, auth["SignedHeaders"]
+            )
+            assert auth["Signature"] == expected
+            # A signature for another Host (the attack's path-style send) differs.
+            other = sent | {"host": "minio.local:9000" if host != "minio.local:9000" else "x"}
+            assert auth["Signature"] != reference_signature(
+                SECRET, "us-east-1", "GET", path_uri, other, auth["SignedHeaders"]
+            )
+
+
+@pytest.mark.attack
+def test_attack_uris_that_could_address_another_bucket_are_refused() -> None:
+    refused = [
+        "http://user@minio.local:9000/lake/wh/t1/a",  # userinfo
+        "http://minio.local:9000@victim.example/lake/wh/t1/a",
+        "http://minio.local:9001/lake/wh/t1/a",  # another port
+        "http://minio.local/lake/wh/t1/a",  # the default port is not the endpoint's
+        "https://minio.local:9000/lake/wh/t1/a",  # another scheme
+        "http://minio.local.:9000/lake/wh/t1/a",  # trailing dot
+        "http://lake.minio.local.:9000/wh/t1/a",
+        "http://evil.example/lake/wh/t1/a",
+        "http://lake.evil.example:9000/wh/t1/a",
+        "http://minio.local:9000/lake%2Fvictim/wh/t1/a",  # encoded slash in the bucket
+        "http://minio.local:9000/%6Cake/wh/t1/a",  # encoded bucket
+        "http://minio.local:9000/lake/wh/t1/..%2F..%2Fx",
+        "http://minio.local:9000/lake/wh/t1/%2e%2e/%2e%2e/x",
+        "http://minio.local:9000/lake/wh/t1/../../x",
+        "http://minio.local:9000/lake/wh/t1/./a",
+        "http://lake.minio.local:9000/../victim/x",
+        "http://minio.local:9000/lake/wh/t1/a%5C..%5Cb",
+        "http://minio.local:9000/lake/wh/t1/a\\b",
+        "http://minio.local:9000/lake/wh/t1/a#frag",
+        "http://minio.local:9000/lake/wh/t1/a b",
+        "http://minio.local:9000/lake/wh/t1/\u00e9",
+        "http://minio.local:9000/LAKE/wh/t1/a",
+        "http://minio.local:9000//lake/wh/t1/a",
+        "http://[::1]:9000/lake/wh/t1/a",
+    ]
+    for uri in refused:
+        assert not signed(uri), uri
+        with pytest.raises((ForbiddenError, BadRequestError)):
+            parse_target(uri, endpoint=MINIO.endpoint, region="us-east-1")
+    # Per-table checks see exactly one bucket: the virtual host's, not the path's first part.
+    target = parse_target(
+        "http://lake.minio.local:9000/victim/x", endpoint=MINIO.endpoint, region="us-east-1"
+    )
+    assert (target.bucket, target.key) == ("lake", "victim/x")
+    dotted = parse_target(
+        "http://victim.lake.minio.local:9000/x", endpoint=MINIO.endpoint, region="us-east-1"
+    )
+    assert dotted.bucket == "victim.lake"  # one (dotted) bucket, which the location check refuses
+
+
+@pytest.mark.attack
+def test_attack_headers_that_route_or_copy_are_refused() -> None:
+    uri = "http://minio.local:9000/lake/wh/t1/a"
+    for headers in (
+        {"X-Forwarded-Host": ["victim.minio.local:9000"]},
+        {"Forwarded": ["host=victim.minio.local:9000"]},
+        {"X-Original-URL": ["/victim/x"]},
+        {"x-amz-copy-source": ["victim/x"]},
+        {"x-amz-copy-source-range": ["bytes=0-1"]},
+        {":path": ["/victim/x"]},
+        {"x-amz-meta-a\r\nHost": ["x"]},
+        {"x-amz-meta-a": ["x\r\nHost: minio.local:9000"]},
+    ):
+        assert not signed(uri, headers, "PUT"), headers
+    assert signed(uri, {"x-amz-meta-owner": ["t1"]}, "PUT")
+
+
+def test_unparsable_ports_are_bad_requests_not_refusals() -> None:
+    for uri in ("http://127.0.0.1:abc/lake/k", "http://127.0.0.1:99999/lake/k"):
+        with pytest.raises(BadRequestError):
+            parse(uri)
+        with pytest.raises(BadRequestError):
+            sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers={})
