@@ -11,7 +11,10 @@ to initialise the schema and the default warehouse):
 - one `icelog serve --workers 2` server passes the read-your-writes check too;
 - `ICELOG_DATABASE_READ_URL`: the read models are read through it, writes and the
   aggregates commands load are not (a frozen copy of the database stands in for a
-  replica that lags forever: real streaming replication is not available here).
+  replica that lags forever: real streaming replication is not available here);
+- no event lost to a consumer (issue 31, item 8): writers commit on A and B while one
+  consumer follows the events endpoint's continuation tokens on A: every acknowledged
+  commit is seen exactly once, and the consumer sees every event of the log, in order.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -429,3 +433,149 @@ def test_the_read_url_serves_the_read_models_and_nothing_else(tmp_path: Path) ->
             assert _events(primary) > frozen_events
         finally:
             postgres.drop_database(replica)
+
+
+def _follow(client: Rest, token: str | None, size: int) -> tuple[list[dict[str, Any]], str]:
+    """One page of the events endpoint: its events and the token to follow."""
+    body: dict[str, Any] = {"page-size": size}
+    if token is not None:
+        body["continuation-token"] = token
+    answer = client.http.post(f"{client.base}/events", json=body)
+    assert answer.status_code == 200, answer.text
+    page = answer.json()
+    return page["events"], str(page["continuation-token"])
+
+
+def test_an_events_consumer_misses_no_commit_of_either_replica(
+    rest: tuple[Rest, Rest], database: str
+) -> None:
+    """Writers commit on both replicas (each its own table, and now and then a namespace)
+    while one consumer follows the continuation tokens on A, in small pages and pages that
+    reach the head, and B's indexer keeps indexing (an events request on B). At the end:
+    every acknowledged commit's `update-table` event was seen exactly once, and what the
+    consumer saw is exactly the warehouse's events in log order — the Iceberg events read
+    model's rows, which cover every `table.committed` of the log."""
+    a, b = rest
+    ns = "feed"
+    assert a.create_namespace(ns).status_code == 200
+    writers = [(a if i % 2 == 0 else b).clone() for i in range(4)]
+    table_ids = []
+    for i, client in enumerate(writers):
+        made = client.create_table(ns, f"t{i}")
+        assert made.status_code == 200, made.text
+        table_ids.append(made.json()["metadata"]["table-uuid"])
+    consumer = a.clone()
+    seen: list[dict[str, Any]] = []
+    # Up to now (what the module's other tests wrote), in big pages.
+    token: str | None = None
+    while True:
+        events, token = _follow(consumer, token, 1000)
+        seen.extend(events)
+        if not events:
+            break
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def guarded(work: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                work()
+            except BaseException as exc:  # reported after the join
+                errors.append(exc)
+                stop.set()
+
+        return run
+
+    def write(i: int) -> None:
+        client, j = writers[i], 0
+        while not stop.is_set():
+            done = client.set_property(ns, f"t{i}", "n", str(j))
+            assert done.status_code == 200, done.text
+            with lock:
+                acknowledged.append(done.json()["metadata-location"])
+            if j % 20 == 0:  # another aggregate, another shape of event
+                assert client.create_namespace(f"feed_{i}_{j}").status_code == 200
+            j += 1
+
+    pages = [0]
+
+    def follow() -> None:
+        nonlocal token
+        while not stop.is_set():
+            # Small pages and pages that reach the head, where new rows arrive meanwhile.
+            events, token = _follow(consumer, token, 7 if pages[0] % 2 else 500)
+            seen.extend(events)
+            pages[0] += 1
+
+    indexer = b.clone()
+
+    def index_on_b() -> None:
+        # Every events request catches its replica's indexer up first: B's indexer then
+        # commits rows while A's consumer reads its pages, as a second replica's does.
+        while not stop.is_set():
+            _follow(indexer, None, 1)
+
+    threads = [threading.Thread(target=guarded(lambda i=i: write(i))) for i in range(4)]
+    threads.append(threading.Thread(target=guarded(follow)))
+    threads.append(threading.Thread(target=guarded(index_on_b)))
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    try:
+        stop.wait(15)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        for client in (*writers, indexer):
+            client.close()
+    assert not errors, errors
+    while True:  # drain: the endpoint catches the index up before it answers
+        events, token = _follow(consumer, token, 7)
+        seen.extend(events)
+        if not events:
+            break
+    consumer.close()
+    assert time.monotonic() - started < 45
+
+    ids = [e["event-id"] for e in seen]
+    assert len(ids) == len(set(ids)), "no event twice"
+    commits = Counter(
+        e["operation"].get("metadata-location")
+        for e in seen
+        if e["operation"]["operation-type"] == "update-table"
+    )
+    missed = [m for m in acknowledged if commits[m] == 0]
+    twice = [m for m in acknowledged if commits[m] > 1]
+    print(
+        f"acknowledged commits {len(acknowledged)}, events seen {len(seen)}, "
+        f"pages {pages[0]}, missed {len(missed)}"
+    )
+    assert len(acknowledged) > 200, "the writers should have committed for 15 s"
+    assert not missed, f"{len(missed)} of {len(acknowledged)} acknowledged commits missed"
+    assert not twice
+    warehouse = a.base.rsplit("/", 1)[1]
+    with psycopg.connect(database) as conn:
+        [project] = conn.execute(
+            "SELECT project_id FROM icelog_warehouses WHERE id = %s", (warehouse,)
+        ).fetchone() or (None,)
+        everything = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT event_id FROM icelog_iceberg_events WHERE stream = ANY(%s) "
+                "ORDER BY position",
+                ([warehouse, project],),
+            )
+        ]
+        found = conn.execute(
+            "SELECT count(*) FROM icelog_events WHERE originator_id::text = ANY(%s) "
+            "AND topic = 'icelog.table.committed.v1'",
+            (table_ids,),
+        ).fetchone()
+    assert ids == everything, (
+        f"the consumer saw {len(ids)} events, the warehouse has {len(everything)}; "
+        f"missed {len(set(everything) - set(ids))}"
+    )
+    assert found is not None and int(found[0]) == len(acknowledged), "every commit is an event"
