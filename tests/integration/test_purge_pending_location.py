@@ -90,7 +90,13 @@ def test_register_and_create_at_a_location_whose_purge_is_open_are_refused(api: 
             {"name": "above", "schema": SCHEMA, "location": location.rsplit("/", 1)[0]},
         ),
     ]
-    for response in refused[:3]:
+    create_table(api, "db", "other")
+    moved = api.post(
+        "/namespaces/db/tables/other",
+        {"updates": [{"action": "set-location", "location": f"{location}/moved"}]},
+    )
+    refused.append(moved)  # a commit moving another table into it
+    for response in (*refused[:3], moved):
         assert_taken(response, secret_id)
     assert_taken(refused[3], secret_id, "secret")  # the caller's location named no table
     # A worker has started the purge (running, deleting): still taken.
