@@ -96,6 +96,10 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             if settings.auth.enabled
             else AllowAll()
         )
+        # An object or principal gone (also by a task, outside any request): no cached
+        # decision may go on with the grants that ended with it.
+        authorizer = app.state.authorizer
+        svc.catalog.on_grants_ended = lambda _ended: authorizer.forget()
         app.state.readiness = Readiness(svc)
         figures.attach(svc)
         svc.tasks.start()

@@ -112,7 +112,7 @@ CATALOG_OPERATIONS: list[Operation] = [
         TABLE,
         tables.commit_table,
         body=CommitTableRequest,
-        guard=g.on_tabular("table", "commit", "table"),
+        guard=g.on_table_commit,
     ),
     Operation(
         "DELETE",

@@ -222,9 +222,9 @@ async def _guarded(
         if kept[0] is not None:
             state["caps"] = kept[0]  # what the guard found: what vended credentials may do
         return
-    with watching_staleness() as stale:
+    with watching_staleness():
         await _check(guard, request, body, query)  # a refusal raises: never kept
-    if not stale:
+        # Kept no longer than the oldest cached answer the check used lives.
         authorizer.remember(key, (state.get("caps"),))
 
 

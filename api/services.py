@@ -32,6 +32,7 @@ from icelog.domain.errors import (
 )
 from icelog.domain.identifiers import NIL_UUID
 from icelog.domain.locations import Location
+from icelog.domain.storage_roots import StorageOverlapError
 from icelog.projections import migrations
 from icelog.projections.fast_reads import (
     PostgresTabularReader,
@@ -186,6 +187,8 @@ class Services:
         catalog.location_index = primary.overlapping_location
         catalog.locations_overlapping = primary.locations_overlapping
         catalog.open_task_count = primary.open_task_count
+        catalog.project_role_count = primary.project_role_count
+        catalog.grants_now = primary.grants_now
         catalog.namespace_contents = primary.namespace_contents
         catalog.warehouse_profiles = primary.live_warehouse_profiles
         catalog.storage_limits = StorageLimits(
@@ -258,7 +261,7 @@ class Services:
             self.settings.default_warehouse
             and self.primary.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None
         ):
-            with suppress(AlreadyExistsError):
+            try:
                 self.catalog.create_warehouse(
                     SYSTEM,
                     project_id=NIL_UUID,
@@ -268,6 +271,14 @@ class Services:
                         "base-location": self.settings.default_warehouse_location,
                     },
                 )
+            except AlreadyExistsError:
+                pass
+            except StorageOverlapError:
+                # The winner's warehouse holds that storage already (the storage check can
+                # come before the name's): fine when it is the default warehouse; another
+                # warehouse on that storage is a real conflict.
+                if self.primary.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None:
+                    raise
 
     def default_warehouse_id(self) -> str:
         now = time.monotonic()

@@ -32,6 +32,7 @@ from icelog.domain.idempotency import HeldClaim, IdempotencyRecord, IdempotentRe
 from icelog.domain.identifiers import PROPERTIES_HINT_PREFIX
 from icelog.domain.json_limits import check_json_depth
 from icelog.domain.namespace import Namespace
+from icelog.domain.ownership import GrantsEnded, grants_ended_by
 from icelog.domain.ports import FileIO, OutsideStorageError, SecretVault, UnreadableFileError
 from icelog.domain.project import Project
 from icelog.domain.table import Table
@@ -157,6 +158,10 @@ class CatalogBase(Application[UUID]):
     # a server-side retry after a concurrent change; one append transaction (seconds, commands).
     on_commit_conflict: Callable[[], None] = staticmethod(lambda: None)
     on_append: Callable[[float, int], None] = staticmethod(lambda _seconds, _commands: None)
+    # Told after an append whose events ended grants (an object or principal gone: domain/
+    # ownership.py `grants_ended_by`), also when the append's outcome is unknown: the api
+    # layer's decision cache forgets them (a task's expiry runs outside any request).
+    on_grants_ended: Callable[[list[GrantsEnded]], None] = staticmethod(lambda _ended: None)
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         super().__init__(env=env)
@@ -235,6 +240,20 @@ class CatalogBase(Application[UUID]):
         so the inline projection need not fold them again.
         """
         present = [a for a in aggregates if a is not None]
+        ended = [
+            found
+            for aggregate in present
+            for event in aggregate.pending_events
+            if (found := grants_ended_by(event)) is not None
+        ]
+        if not ended:
+            return self._save(present, hints)
+        try:
+            return self._save(present, hints)
+        finally:
+            self.on_grants_ended(ended)
+
+    def _save(self, present: list[Aggregate], hints: dict[str, bytes] | None) -> int:
         self.saving(present)
         held = held_claim()
         if held is None or held.landed or held.deferred or not present:

@@ -88,6 +88,8 @@ class ManagementCommands(PermissionCommands):
     # Open (pending or running) tasks of a warehouse, from the read model; handed in by
     # the composition root because commands/ cannot import projections/.
     open_task_count: Callable[[str], int] = staticmethod(lambda _warehouse_id: 0)
+    # How many roles a project has, from the read model (the append checks it again).
+    project_role_count: Callable[[str], int] = staticmethod(lambda _project_id: 0)
     # Every live warehouse's storage profile by id, from the read model: seeds the storage
     # roots registry of a catalog whose log predates it.
     warehouse_profiles: Callable[[], dict[str, dict[str, Any]]] = staticmethod(dict)
@@ -163,6 +165,11 @@ class ManagementCommands(PermissionCommands):
                 raise NotEmptyError(
                     f"Project {project_id} still has {project.warehouse_count} warehouse(s)"
                 )
+            # Its roles would outlive it, with their members and grants: delete them first
+            # (as its warehouses). The append refuses a role that lands meanwhile.
+            roles = self.project_role_count(str(project_id))
+            if roles > 0:
+                raise NotEmptyError(f"Project {project_id} still has {roles} role(s)")
             project.delete(actor=ctx.actor, request_id=ctx.request_id)
             self.save_all(project)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from uuid import UUID, uuid4, uuid5
+
+from eventsourcing.domain import Aggregate
 
 from icelog.commands.users import UserCommands
 from icelog.domain.claims import NameClaim, claim
@@ -13,11 +16,15 @@ from icelog.domain.errors import (
     NoSuchProjectError,
     NotFoundError,
 )
-from icelog.domain.grants import Grants, grants_id
+from icelog.domain.grants import Grant, Grants, grants_id
 from icelog.domain.identifiers import ICELOG_NAMESPACE, NIL_UUID, SERVER_ID
+from icelog.domain.namespace import Namespace
 from icelog.domain.permissions import ObjectRef, PrincipalRef
 from icelog.domain.project import Project
 from icelog.domain.role import Role
+from icelog.domain.table import Table
+from icelog.domain.view import View
+from icelog.domain.warehouse import Warehouse
 
 Change = list[tuple[str, PrincipalRef]]
 SERVER_OBJECT = ObjectRef("server", str(SERVER_ID))
@@ -37,20 +44,32 @@ def role_claim_id(project_id: UUID, name: str) -> UUID:
 
 
 class PermissionCommands(UserCommands):
+    # The grants on an object as the read model holds them now (relation, principal kind,
+    # principal id), on the primary; handed in by the composition root because commands/
+    # cannot import projections/. The grants stream of an object remembers every grant
+    # its events made, but the read model ends them with the object (a dropped namespace
+    # and the next one of its name share the stream): what is held is the read model's.
+    grants_now: Callable[[ObjectRef], set[Grant]] = staticmethod(lambda _obj: set())
+
     # -- grants ------------------------------------------------------------------------------
     def change_grants(
         self, ctx: RequestContext, obj: ObjectRef, *, writes: Change, deletes: Change
     ) -> int:
-        """Apply one assignments request on one object; the number of grant events."""
+        """Apply one assignments request on one object; the number of grant events. 404
+        when the object does not exist (or no longer does: the append checks it again)."""
 
         def attempt() -> int:
+            self._require_object(obj)
+            for _, who in writes:
+                if who.kind == "role":
+                    self._require_object(ObjectRef("role", who.id))
             grants = self.get_or_none(grants_id(obj), Grants)
             if grants is None:
                 grants = Grants.start(obj, actor=ctx.actor, request_id=ctx.request_id)
             try:
                 grants.change(
                     obj, writes=writes, deletes=deletes, actor=ctx.actor,
-                    request_id=ctx.request_id,
+                    request_id=ctx.request_id, held_now=self.grants_now(obj),
                 )  # fmt: skip
             except ValueError as exc:
                 raise BadRequestError(str(exc)) from None
@@ -62,6 +81,28 @@ class PermissionCommands(UserCommands):
             return changed
 
         return self.retrying(attempt)
+
+    def _require_object(self, obj: ObjectRef) -> None:
+        """NotFoundError unless `obj` exists now (a soft-dropped table or view still does)."""
+        found: Aggregate | None
+        if obj.kind == "server":
+            return
+        try:
+            oid = UUID(obj.id)
+        except ValueError:
+            raise NotFoundError(f"{obj.kind.capitalize()} does not exist: {obj.id}") from None
+        kinds: dict[str, type[Aggregate]] = {
+            "project": Project, "warehouse": Warehouse, "namespace": Namespace,
+            "table": Table, "view": View, "role": Role,
+        }  # fmt: skip
+        found = self.get_or_none(oid, kinds[obj.kind])
+        if found is not None and _exists(found):
+            return
+        if obj.kind == "project":
+            raise NoSuchProjectError(f"Project does not exist: {obj.id}")
+        if obj.kind == "role":
+            raise NoSuchRoleError(f"Role does not exist: {obj.id}")
+        raise NotFoundError(f"{obj.kind.capitalize()} does not exist: {obj.id}")
 
     def grant_first_admin(self, ctx: RequestContext, *, is_operator: bool) -> None:
         """Bootstrap with authentication: the first caller becomes the server's admin (and
@@ -157,3 +198,9 @@ class PermissionCommands(UserCommands):
             existing, claim_id=claim_id, kind="role", holder_id=role_id,
             name=f"{project_id}/{name}", actor=ctx.actor, request_id=ctx.request_id,
         )  # fmt: skip
+
+
+def _exists(aggregate: Aggregate) -> bool:
+    if isinstance(aggregate, (Table, View)):
+        return not aggregate.dropped or bool(getattr(aggregate, "soft_deleted", False))
+    return not (getattr(aggregate, "deleted", False) or getattr(aggregate, "dropped", False))

@@ -247,9 +247,13 @@ class TaskCommands(LifecycleCommands):
         started = time.monotonic()
         for n, path in enumerate(plan.paths):
             if self.purge_delete_rate > 0:
-                wait = started + n / self.purge_delete_rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
+                due = started + n / self.purge_delete_rate
+                # In slices, renewing the lease between them: one wait longer than the
+                # lease (a rate below one file per lease) let another worker take the task
+                # over at every attempt, so a slow purge never finished.
+                while (wait := due - time.monotonic()) > 0:
+                    time.sleep(min(wait, 1.0))
+                    beat()
             beat()
             try:
                 gone = file_io.delete(path)

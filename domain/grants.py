@@ -74,21 +74,30 @@ class Grants(Aggregate):
         deletes: list[tuple[str, PrincipalRef]],
         actor: str,
         request_id: str,
+        held_now: set[Grant] | None = None,
     ) -> None:
         """Deletes first, then writes (a request may move a grant); unchanged ones append
-        nothing. Refuses a relation the object's kind does not have (ValueError)."""
+        nothing. Refuses a relation the object's kind does not have (ValueError).
+
+        `held_now`: the grants the object holds now, when the caller knows better than this
+        stream: the read model ends an object's grants with the object (domain/ownership.py
+        `grants_ended_by`) without a revoke event, so the stream of a namespace that was
+        dropped and made again still lists the old one's grants."""
+        held = set(self.held if held_now is None else held_now)
         for relation, _ in (*deletes, *writes):
             check_relation(obj.kind, relation)
         common = {"object_kind": obj.kind, "object_id": obj.id, "actor": actor,
                   "request_id": request_id}  # fmt: skip
         for relation, who in deletes:
-            if (relation, who.kind, who.id) in self.held:
+            if (relation, who.kind, who.id) in held:
+                held.discard((relation, who.kind, who.id))
                 self.trigger_event(
                     self.Revoked, relation=relation, principal_kind=who.kind,
                     principal_id=who.id, **common,
                 )  # fmt: skip
         for relation, who in writes:
-            if (relation, who.kind, who.id) not in self.held:
+            if (relation, who.kind, who.id) not in held:
+                held.add((relation, who.kind, who.id))
                 self.trigger_event(
                     self.Granted, relation=relation, principal_kind=who.kind,
                     principal_id=who.id, **common,

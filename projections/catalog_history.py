@@ -39,9 +39,8 @@ import orjson
 from icelog.domain.grants import Grants
 from icelog.domain.identifiers import SEPARATOR
 from icelog.domain.namespace import Namespace
-from icelog.domain.ownership import owned_by_creation
+from icelog.domain.ownership import grants_ended_by, owned_by_creation
 from icelog.domain.project import Project
-from icelog.domain.role import Role
 from icelog.domain.table import Table
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
@@ -391,14 +390,22 @@ class CatalogHistory(SqlStore):
             grant = (event.object_kind, event.object_id, event.relation,
                      event.principal_kind, event.principal_id)  # fmt: skip
             begin, end = (grant, None) if isinstance(event, Grants.Granted) else (None, grant)
-        elif isinstance(event, Role.Deleted):
-            role = str(event.originator_id)
-            self._execute(
-                cur,
-                f"UPDATE {GRANTS} SET to_position = ? WHERE to_position IS NULL AND "
-                "(object_id = ? OR (principal_kind = 'role' AND principal_id = ?))",
-                (position, role, role),
-            )
+        elif (ended := grants_ended_by(event)) is not None:
+            # The object or principal is gone: so are its grants (as in the live read model).
+            if ended.on is not None:
+                self._execute(
+                    cur,
+                    f"UPDATE {GRANTS} SET to_position = ? WHERE to_position IS NULL AND "
+                    "object_id = ? AND object_kind = ?",
+                    (position, ended.on.id, ended.on.kind),
+                )
+            if ended.held_by is not None:
+                self._execute(
+                    cur,
+                    f"UPDATE {GRANTS} SET to_position = ? WHERE to_position IS NULL AND "
+                    "principal_id = ? AND principal_kind = ?",
+                    (position, ended.held_by.id, ended.held_by.kind),
+                )
             return
         else:
             owned = owned_by_creation(event)

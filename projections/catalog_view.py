@@ -22,7 +22,7 @@ from icelog.domain.identifiers import NamespaceName, properties_hint_key
 from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_fold import replay_commit
 from icelog.domain.namespace import Namespace
-from icelog.domain.ownership import owned_by_creation
+from icelog.domain.ownership import GrantsEnded, grants_ended_by, owned_by_creation
 from icelog.domain.permissions import Kind, ObjectRef
 from icelog.domain.project import Project
 from icelog.domain.role import Role
@@ -109,6 +109,11 @@ class CatalogView:
             self._grant(cur, event)
         elif isinstance(event, Role.Event):
             self._role(cur, event)
+        ended = grants_ended_by(event)
+        if ended is not None:
+            # In the same transaction as the object's (or principal's) end: a name never
+            # carries the old object's rights (docs/auth.md).
+            self.end_grants(cur, ended)
         owned = owned_by_creation(event)
         if owned is not None:
             # Creators own what they create (Lakekeeper): the creation event's actor is the
@@ -128,9 +133,68 @@ class CatalogView:
             (row_id, obj.kind, obj.id, relation, kind, principal, at.isoformat(), row_id),
         )
 
+    def end_grants(self, cur: Cursor, ended: GrantsEnded) -> None:
+        """Delete the grants on the object that is gone, and those its principal held."""
+        if ended.on is not None:
+            self._exec(
+                cur,
+                "DELETE FROM {p}icelog_grants WHERE object_id = ? AND object_kind = ?",
+                (ended.on.id, ended.on.kind),
+            )
+        if ended.held_by is not None:
+            self._exec(
+                cur,
+                "DELETE FROM {p}icelog_grants WHERE principal_id = ? AND principal_kind = ?",
+                (ended.held_by.id, ended.held_by.kind),
+            )
+
+    # Where each kind of object lives while it exists (a soft-dropped table or view still
+    # exists: an undrop brings it back with its grants).
+    _OBJECT_ROWS: Mapping[str, tuple[str, ...]] = {
+        "project": ("SELECT 1 FROM {p}icelog_projects WHERE id = ?",),
+        "warehouse": ("SELECT 1 FROM {p}icelog_warehouses WHERE id = ?",),
+        "namespace": ("SELECT 1 FROM {p}icelog_namespaces WHERE id = ?",),
+        "table": (
+            "SELECT 1 FROM {p}icelog_tabulars WHERE id = ? AND kind = 'table'",
+            "SELECT 1 FROM {p}icelog_deleted_tabulars WHERE id = ? AND kind = 'table'",
+        ),
+        "view": (
+            "SELECT 1 FROM {p}icelog_tabulars WHERE id = ? AND kind = 'view'",
+            "SELECT 1 FROM {p}icelog_deleted_tabulars WHERE id = ? AND kind = 'view'",
+        ),
+        "role": ("SELECT 1 FROM {p}icelog_roles WHERE id = ?",),
+    }
+
+    def _exists(self, cur: Cursor, kind: str, object_id: str) -> bool:
+        statements = self._OBJECT_ROWS.get(kind)
+        if statements is None:  # the server
+            return True
+        for statement in statements:
+            self._exec(cur, statement, (object_id,))
+            if cur.fetchone() is not None:
+                return True
+        return False
+
+    def _require_object(self, cur: Cursor, event: Grants.Granted) -> bool:
+        """Whether the grant's object (and role, if a role holds it) exists. A grant of
+        something gone would outlive it and pass to the next object of that name (a
+        namespace's id derives from its name). Live (see `guard`): IntegrityError — it
+        was checked before the append and dropped meanwhile. A rebuild skips such a grant
+        (the log of an older release may hold one), as the live model no longer has it."""
+        gone = None
+        if not self._exists(cur, event.object_kind, event.object_id):
+            gone = f"the {event.object_kind} {event.object_id} does not exist"
+        elif event.principal_kind == "role" and not self._exists(cur, "role", event.principal_id):
+            gone = f"the role {event.principal_id} does not exist"
+        if gone is not None and self.guard:
+            raise IntegrityError(gone)
+        return gone is None
+
     def _grant(self, cur: Cursor, event: Grants.Event) -> None:
         obj = ObjectRef(cast(Kind, event.object_kind), event.object_id)
         if isinstance(event, Grants.Granted):
+            if not self._require_object(cur, event):
+                return
             self._insert_grant(
                 cur, obj, event.relation, event.principal_kind, event.principal_id,
                 event.timestamp,
@@ -143,6 +207,7 @@ class CatalogView:
         rid = str(event.originator_id)
         stamp = event.timestamp.isoformat()
         if isinstance(event, Role.Created):
+            self._require_project(cur, str(event.project_id))
             self._exec(
                 cur,
                 "INSERT INTO {p}icelog_roles (id, project_id, name, description, created_at) "
@@ -156,14 +221,8 @@ class CatalogView:
                 (event.name, event.description, stamp, rid),
             )
         elif isinstance(event, Role.Deleted):
+            # Its memberships, the grants on it and those it held go with it (end_grants).
             self._exec(cur, "DELETE FROM {p}icelog_roles WHERE id = ?", (rid,))
-            # Its memberships and the grants it held go with it.
-            self._exec(
-                cur,
-                "DELETE FROM {p}icelog_grants WHERE object_id = ? OR "
-                "(principal_kind = 'role' AND principal_id = ?)",
-                (rid, rid),
-            )
 
     def _user(self, cur: Cursor, event: User.Event) -> None:
         stamp = event.timestamp.isoformat()
@@ -211,7 +270,24 @@ class CatalogView:
                 cur, "UPDATE {p}icelog_projects SET name = ? WHERE id = ?", (event.name, pid)
             )
         elif isinstance(event, Project.Deleted):
+            self._require_no_roles(cur, pid)
             self._exec(cur, "DELETE FROM {p}icelog_projects WHERE id = ?", (pid,))
+
+    def _require_project(self, cur: Cursor, project_id: str) -> None:
+        """IntegrityError (see `guard`) unless the project exists: a role created while its
+        project was deleted would outlive it."""
+        if self.guard and not self._exists(cur, "project", project_id):
+            raise IntegrityError(f"the project {project_id} does not exist")
+
+    def _require_no_roles(self, cur: Cursor, project_id: str) -> None:
+        """IntegrityError (see `guard`) while the project has roles: a project is deleted
+        only when it holds nothing, roles included (they and their grants would outlive
+        it)."""
+        if not self.guard:
+            return
+        self._exec(cur, "SELECT 1 FROM {p}icelog_roles WHERE project_id = ? LIMIT 1", (project_id,))
+        if cur.fetchone() is not None:
+            raise IntegrityError(f"the project {project_id} still has roles")
 
     def _warehouse(self, cur: Cursor, event: Warehouse.Event) -> None:
         wid = str(event.originator_id)

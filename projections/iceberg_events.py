@@ -239,7 +239,9 @@ class IcebergEvents(SqlStore):
         found: list[tuple[IcebergEventRow, int]] = []
         scanned_to: list[int] = []  # per stream that hit the scan limit: how far it looked
         furthest = after
-        with self.reading() as cur:
+        # One snapshot for every statement: the rows and how far they reached must agree,
+        # or the token moves past rows committed between the statements (issue 31).
+        with self.snapshot() as cur:
             for stream in streams:
                 left_out = (hidden or {}).get(stream, ())
                 rows, last, full = self._scan(cur, stream, f, after, size, left_out)

@@ -38,6 +38,7 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.rows import tuple_row
 
+from icelog.domain.identifiers import user_aggregate_id
 from icelog.projections import (
     audit_chain,
     catalog_history,
@@ -166,6 +167,59 @@ def _retire_column(cur: Any, target: Target) -> None:
         cur.execute("ALTER TABLE icelog_secrets ADD COLUMN retire_at_ms BIGINT")
 
 
+# Grants whose object is gone (issue 31): the read model now ends them with the object
+# (domain/ownership.py `grants_ended_by`); older releases left them behind. A namespace
+# made again under a dropped one's name has the same id: grants older than it are the
+# dropped one's.
+_GRANTS_OF_GONE_OBJECTS = (
+    "SELECT g.id FROM icelog_grants AS g WHERE "
+    "(g.object_kind = 'namespace' AND NOT EXISTS (SELECT 1 FROM icelog_namespaces AS n "
+    "WHERE n.id = g.object_id AND n.created_at <= g.created_at)) OR "
+    "(g.object_kind IN ('table', 'view') AND NOT EXISTS (SELECT 1 FROM icelog_tabulars AS t "
+    "WHERE t.id = g.object_id) AND NOT EXISTS (SELECT 1 FROM icelog_deleted_tabulars AS d "
+    "WHERE d.id = g.object_id)) OR "
+    "(g.object_kind = 'warehouse' AND NOT EXISTS (SELECT 1 FROM icelog_warehouses AS w "
+    "WHERE w.id = g.object_id)) OR "
+    "(g.object_kind = 'project' AND NOT EXISTS (SELECT 1 FROM icelog_projects AS p "
+    "WHERE p.id = g.object_id)) OR "
+    "(g.object_kind = 'role' AND NOT EXISTS (SELECT 1 FROM icelog_roles AS r "
+    "WHERE r.id = g.object_id)) OR "
+    "(g.principal_kind = 'role' AND NOT EXISTS (SELECT 1 FROM icelog_roles AS r "
+    "WHERE r.id = g.principal_id))"
+)
+# Users whose grants may be a deleted user's: no user row now, or one made after the grant
+# (a user deleted, then provisioned again with the same subject).
+_USERS_TO_CHECK = (
+    "SELECT DISTINCT g.principal_id FROM icelog_grants AS g WHERE g.principal_kind = 'user' "
+    "AND NOT EXISTS (SELECT 1 FROM icelog_users AS u WHERE u.id = g.principal_id "
+    "AND u.created_at <= g.created_at)"
+)
+_USER_DELETED_TOPIC = "icelog.user.deleted.v1"
+
+
+def _end_grants_of_gone_objects(cur: Any, target: Target) -> None:
+    """Delete the grants an older release left behind when their object, or the user or
+    role holding them, went (what a rebuild from the log now folds to; docs/operations.md,
+    "Grants of objects that are gone")."""
+    mark = "%s" if target.dialect == "postgres" else "?"
+    cur.execute(f"DELETE FROM icelog_grants WHERE id IN ({_GRANTS_OF_GONE_OBJECTS})")
+    cur.execute(_USERS_TO_CHECK)
+    for (user_id,) in cur.fetchall():
+        stream = user_aggregate_id(str(user_id))
+        cur.execute(
+            f"SELECT 1 FROM {target.events_table} WHERE originator_id = {mark} AND topic = {mark}",
+            (stream if target.dialect == "postgres" else stream.hex, _USER_DELETED_TOPIC),
+        )
+        if cur.fetchone() is None:
+            continue  # never deleted: a grant made before the user's first call stays
+        cur.execute(
+            "DELETE FROM icelog_grants WHERE principal_kind = 'user' AND principal_id = "
+            f"{mark} AND NOT EXISTS (SELECT 1 FROM icelog_users AS u WHERE u.id = {mark} "
+            "AND u.created_at <= icelog_grants.created_at)",
+            (user_id, user_id),
+        )
+
+
 STEPS: tuple[Step, ...] = (
     Step(1, "event store, snapshots, catalog read model, task queue", _event_store),
     Step(2, "change-event relay positions", _statements(lambda _d: [publisher_positions.SCHEMA])),
@@ -193,6 +247,7 @@ STEPS: tuple[Step, ...] = (
         _append_creates_function,
         dialects=("postgres",),
     ),
+    Step(17, "grants of objects that are gone end with them", _end_grants_of_gone_objects),
 )
 LATEST = STEPS[-1].version
 

@@ -15,6 +15,7 @@ from psycopg.rows import tuple_row
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import SEPARATOR, NamespaceName
+from icelog.domain.permissions import ObjectRef
 from icelog.projections import location_overlap
 
 Rows = list[tuple[Any, ...]]
@@ -223,6 +224,19 @@ class CatalogQueries:
             "id": r[0], "project-id": r[1], "name": r[2], "description": r[3],
             "created-at": r[4], "updated-at": r[5],
         }  # fmt: skip
+
+    def project_role_count(self, project_id: str) -> int:
+        found = self.row("SELECT count(*) FROM icelog_roles WHERE project_id = ?", (project_id,))
+        return 0 if found is None else int(found[0])
+
+    def grants_now(self, obj: ObjectRef) -> set[tuple[str, str, str]]:
+        """The grants on `obj` now: (relation, principal kind, principal id)."""
+        rows = self.rows(
+            "SELECT relation, principal_kind, principal_id FROM icelog_grants "
+            "WHERE object_id = ? AND object_kind = ?",
+            (obj.id, obj.kind),
+        )
+        return {(r[0], r[1], r[2]) for r in rows}
 
     def role(self, role_id: str) -> dict[str, Any] | None:
         r = self.row(f"SELECT {self._ROLE_COLUMNS} FROM icelog_roles WHERE id = ?", (role_id,))

@@ -271,6 +271,31 @@ class SqlStore:
         with store.transaction(commit=False) as cur:
             yield cur
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Any]:
+        """A cursor whose statements all read one snapshot: what one answer and the
+        position it hands out (a continuation token) must agree on. Two statements on an
+        autocommit connection each see what was committed when they ran: a row committed
+        between them was counted by the second (the token moved past it) but not returned
+        by the first, and a consumer following the token never saw it (issue 31, item 8).
+        On PostgreSQL a REPEATABLE READ, READ ONLY transaction (it waits for no lock and
+        takes none that writers wait for); on SQLite one read transaction (WAL: the
+        snapshot of its first read)."""
+        store = self._datastore
+        if isinstance(store, PostgresDatastore):
+            with (
+                store.get_connection() as conn,
+                conn.transaction(),
+                conn.cursor(row_factory=tuple_row) as cur,
+            ):
+                cur.execute(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", prepare=False
+                )
+                yield cur
+            return
+        with store.transaction(commit=False) as cur:
+            yield cur
+
     def _run(self, statement: str, params: Any = (), *, fetch: bool = True) -> list[Any]:
         with write_transaction(self._datastore) as cur:
             self._execute(cur, statement, params)

@@ -115,22 +115,29 @@ class WouldRead(Exception):
 _CACHE_ONLY: ContextVar[bool] = ContextVar("icelog_cache_only", default=False)
 
 
-# Set while a decision is made that the edge may keep (`remember`): a check answered from an
-# entry past its time (another caller is reloading it) marks it, and such a decision is not
-# kept — it would outlive the entry it came from.
-_STALE_SEEN: ContextVar[list[bool] | None] = ContextVar("icelog_stale_seen", default=None)
+# Set while a decision is made that the edge may keep (`remember`): when each cached answer
+# it used was read (a load's start), so that the kept decision expires with the oldest of
+# them instead of a full TTL after it was made.
+_READ_AT: ContextVar[list[float] | None] = ContextVar("icelog_read_at", default=None)
 
 
 @contextmanager
-def watching_staleness() -> Iterator[list[bool]]:
-    """Yields a list that is non-empty afterwards if any cached answer used was stale (the
-    list is shared with a thread the check may rerun in)."""
-    seen: list[bool] = []
-    token = _STALE_SEEN.set(seen)
+def watching_staleness() -> Iterator[list[float]]:
+    """Yields a list that holds, afterwards, when each cached answer used was read (the
+    list is shared with a thread the check may rerun in); `remember` inside it keeps its
+    value no longer than the oldest of them lives."""
+    seen: list[float] = []
+    token = _READ_AT.set(seen)
     try:
         yield seen
     finally:
-        _STALE_SEEN.reset(token)
+        _READ_AT.reset(token)
+
+
+def _used(read_at: float) -> None:
+    seen = _READ_AT.get()
+    if seen is not None:
+        seen.append(read_at)
 
 
 def from_cache_only(check: Callable[[], T]) -> T:
@@ -142,61 +149,114 @@ def from_cache_only(check: Callable[[], T]) -> T:
         _CACHE_ONLY.reset(token)
 
 
+class _Flight:
+    """One load of a key in progress; the callers that need the key meanwhile wait for it."""
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.done = threading.Event()
+        self.answer: tuple[float, Any] | None = None  # (read at, value) when it succeeded
+
+
 class TtlCache:
-    """A small map whose entries live `ttl_s` seconds: decisions read the grants again at
-    most that often per key, so a grant or revoke made on another replica takes effect
-    within it; this process's own grant writes clear it at once (`clear`).
+    """A small map whose entries live `ttl_s` seconds from when they were read: decisions
+    read the grants again at most that often per key, so a grant or revoke made on another
+    replica takes effect within it; this process's own grant writes clear it at once
+    (`clear`).
 
-    When an entry runs out, one caller reads it again while the others keep the old answer
-    for those few milliseconds: every request in flight would otherwise miss at the same
-    moment, each second, and all read the same rows (a stampede that shows in p99)."""
+    No entry is served past its time. When one runs out, one caller reads it again and the
+    others that need it meanwhile wait for that read (at most `wait_s`, then they read it
+    themselves) instead of all reading the same rows at once. A load that fails — a refusal
+    raises — removes the entry: an "allowed" never outlives a refusal (issue 31, item 9: the
+    old answer was served to everyone while one caller reloaded, and a refusal left it in
+    place, so a user who kept requesting kept a revoked right on the other replicas). A load
+    that began before a `clear` does not store its answer."""
 
-    def __init__(self, ttl_s: float, max_entries: int = 50_000) -> None:
+    def __init__(self, ttl_s: float, max_entries: int = 50_000, wait_s: float = 2.0) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._entries: dict[Hashable, tuple[float, Any]] = {}
-        self._refreshing: set[Hashable] = set()
+        self.wait_s = wait_s
+        self._entries: dict[Hashable, tuple[float, Any]] = {}  # key -> (read at, value)
+        self._flights: dict[Hashable, _Flight] = {}
+        self._generation = 0  # moved on by `clear`
         self._lock = threading.Lock()
 
+    def _current(self, key: Hashable) -> tuple[float, Any] | None:
+        found = self._entries.get(key)
+        if found is not None and time.monotonic() - found[0] < self.ttl_s:
+            return found
+        return None
+
     def get(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
-        now = time.monotonic()
-        found = None if fresh else self._entries.get(key)
-        if found is not None:
-            if now - found[0] < self.ttl_s:
-                return cast(T, found[1])
-            if key in self._refreshing:
-                seen = _STALE_SEEN.get()
-                if seen is not None:
-                    seen.append(True)
+        if not fresh:
+            found = self._current(key)
+            if found is not None:
+                _used(found[0])
                 return cast(T, found[1])
         if _CACHE_ONLY.get():
             raise WouldRead
-        with self._lock:
-            self._refreshing.add(key)
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            with self._lock:
+                flight = None if fresh else self._flights.get(key)
+                if flight is None:
+                    flight = _Flight(self._generation)
+                    if not fresh:  # a fresh read is nobody's to wait for: it may be refused
+                        self._flights[key] = flight
+                    break
+            left = deadline - time.monotonic()
+            if left <= 0 or not flight.done.wait(left):
+                flight = _Flight(self._generation)  # waited long enough: read it too
+                break
+            found = flight.answer
+            if found is not None and flight.generation == self._generation:
+                _used(found[0])  # read after this caller asked: as fresh as its own
+                return cast(T, found[1])
+            # The read failed (a refusal), or a `clear` came after it began: read again.
+        started = time.monotonic()
         try:
             value = load()
+            flight.answer = (started, value)
+        except BaseException:
+            with self._lock:
+                self._entries.pop(key, None)
+            raise
         finally:
             with self._lock:
-                self._refreshing.discard(key)
-        self.put(key, value)
+                if self._flights.get(key) is flight:
+                    del self._flights[key]
+            flight.done.set()
+        self._store(key, value, started, flight.generation)
+        _used(started)
         return value
 
     def peek(self, key: Hashable) -> Any:
         """The value under `key` while it is current, else None: no reload, no waiting."""
-        found = self._entries.get(key)
-        if found is not None and time.monotonic() - found[0] < self.ttl_s:
-            return found[1]
-        return None
+        found = self._current(key)
+        return None if found is None else found[1]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, *, read_at: float | None = None) -> None:
+        """Keep `value`, as read at `read_at` (default now)."""
         with self._lock:
+            generation = self._generation
+        self._store(key, value, time.monotonic() if read_at is None else read_at, generation)
+
+    def _store(self, key: Hashable, value: Any, read_at: float, generation: int) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return  # read before a `clear`: what it read may be what changed
+            kept = self._entries.get(key)
+            if kept is not None and kept[0] > read_at:
+                return  # a newer read is there already
             if len(self._entries) >= self.max_entries:
                 self._entries.clear()
-            self._entries[key] = (time.monotonic(), value)
+            self._entries[key] = (read_at, value)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._flights.clear()  # later callers read afresh instead of waiting for them
+            self._generation += 1
 
 
 class GrantAuthorizer:
@@ -227,7 +287,9 @@ class GrantAuthorizer:
 
     def remember(self, key: Hashable, value: Any) -> None:
         if self._cache is not None:
-            self._cache.put(key, value)
+            # Inside `watching_staleness`: no longer than the oldest answer it came from.
+            seen = _READ_AT.get()
+            self._cache.put(key, value, read_at=min(seen) if seen else None)
 
     def _cached(self, key: Hashable, load: Callable[[], T], fresh: bool) -> T:
         if self._cache is not None:

@@ -233,12 +233,53 @@ def on_rename(kind: str) -> Guard:
     return cache_first(guard)
 
 
+def _creates(requirements: list[Any] | None) -> bool:
+    """A commit that creates its table (`assert-create`: the second half of a staged
+    create, or a create transaction): there is no table yet to hold rights on."""
+    return any(
+        isinstance(r, dict) and str(r.get("type", "")).lower() == "assert-create"
+        for r in requirements or ()
+    )
+
+
+def _may_create_in(request: Request, namespace: NamespaceName) -> None:
+    """What a create needs: `create_table` on the namespace (as `POST .../tables`); 403 when
+    the caller sees the namespace, 404 when not — whether or not the table exists."""
+    params = request.path_params
+
+    def check() -> frozenset[str]:
+        ref = namespace_ref(request, namespace)
+        return require(request, ref, "create_table", namespace.dotted)
+
+    _allowed(request, ("create_table_in", params.get("prefix"), namespace.key), check)
+
+
+@cache_first
+def on_table_commit(request: Request, body: Any, query: Any) -> None:
+    """updateTable: `commit` on the table; a commit with `assert-create` makes the table, so
+    it needs what creating it needs. Not `path_only`: the decision depends on the body."""
+    if _creates(body.requirements):
+        _may_create_in(request, _path_namespace(request))
+        return
+    params = request.path_params
+
+    def check() -> frozenset[str]:
+        name = _path_tabular(request, "table")
+        return require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
+
+    key = ("table", "commit", params.get("prefix"), params["namespace"], params["table"])
+    _allowed(request, key, check)
+
+
 @cache_first
 def on_transaction(request: Request, body: Any, query: Any) -> None:
     for change in body.table_changes:
         name = TabularName(
             NamespaceName(tuple(change.identifier.namespace)), change.identifier.name
         )
+        if _creates(change.requirements):
+            _may_create_in(request, name.namespace)
+            continue
         require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
 
 

@@ -38,6 +38,7 @@ def create_s3_warehouse(server: CatalogServer, endpoint: str, name: str, key_pre
             "storage-profile": s3_profile(endpoint, key_prefix),
             "storage-credential": CREDENTIAL,
         },
+        headers=server.headers(),
         timeout=60,
     )
     assert response.status_code == 200, response.text

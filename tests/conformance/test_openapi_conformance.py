@@ -37,10 +37,12 @@ from icelog.api.openapi import (
 from icelog.api.routes.config import ENDPOINTS
 from tests.conformance.harness import Conformance, KnownBug, OperationReport
 from tests.conformance.s3 import REGION, create_s3_warehouse
-from tests.support.fixtures import ServerFactory
+from tests.support.fixtures import E2E_ADMIN, ServerFactory
+from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer
 
 MAX_EXAMPLES = 40  # per operation and generation mode (positive, negative); CI time budget
+MAX_EXAMPLES_AUTH = 10  # the same with a provider (the sqlite-auth backend)
 NAMESPACE = "conformance"
 TABLE = "events"
 FUNCTION = "add_one"
@@ -95,7 +97,7 @@ def _ensure_state(server: CatalogServer, prefix: str) -> str:
     """The namespace and the table that aimed requests hit (recreated if a test dropped
     them); the table's location."""
     base = f"{server.uri}/v1/{prefix}"
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=30, headers=server.headers()) as client:
         response = client.post(f"{base}/namespaces", json={"namespace": [NAMESPACE]})
         assert response.status_code in (200, 409), response.text
         response = client.post(
@@ -158,9 +160,17 @@ def _aim_signing(
 
 
 @pytest.fixture(scope="session")
-def conformance_server(backend: str, catalog_server_factory: ServerFactory) -> CatalogServer:
-    """A server of its own: generated requests create and drop random objects."""
-    return catalog_server_factory(backend)
+def conformance_server(
+    backend: str, catalog_server_factory: ServerFactory, e2e_idp: TestIdentityProvider
+) -> CatalogServer:
+    """A server of its own: generated requests create and drop random objects. With a
+    provider (`-auth`), every request carries the admin's token: each operation then passes
+    its guard (the guards' own answers are the integration tests' subject) with fewer
+    examples (`MAX_EXAMPLES_AUTH`)."""
+    server = catalog_server_factory(backend)
+    if server.token:
+        server.token = e2e_idp.issue(E2E_ADMIN, expires_in=4 * 3600)
+    return server
 
 
 @pytest.fixture(scope="session")
@@ -172,7 +182,9 @@ def s3_prefix(conformance_server: CatalogServer, s3_endpoint: str) -> str:
 @pytest.fixture(scope="session")
 def conformance(conformance_server: CatalogServer, s3_prefix: str) -> Iterator[Conformance]:
     config = httpx.get(
-        f"{conformance_server.uri}/v1/config", params={"warehouse": conformance_server.warehouse}
+        f"{conformance_server.uri}/v1/config",
+        params={"warehouse": conformance_server.warehouse},
+        headers=conformance_server.headers(),
     )
     assert config.status_code == 200, config.text
     prefix = config.json()["overrides"]["prefix"]
@@ -187,6 +199,7 @@ def conformance(conformance_server: CatalogServer, s3_prefix: str) -> Iterator[C
             {"prefix": s3_prefix, "namespace": NAMESPACE, "table": TABLE, "function": FUNCTION},
         ],
     )
+    runner.session.headers.update(conformance_server.headers())
     yield runner
     runner.session.close()
 
@@ -205,6 +218,7 @@ def reports() -> Iterator[list[OperationReport]]:
     ("method", "path"), OPERATIONS, ids=[f"{m.upper()} {p}" for m, p in OPERATIONS]
 )
 def test_operation_conforms_to_spec(
+    backend: str,
     conformance: Conformance,
     conformance_server: CatalogServer,
     s3_prefix: str,
@@ -220,11 +234,11 @@ def test_operation_conforms_to_spec(
     report = conformance.run(
         method,
         path,
-        max_examples=MAX_EXAMPLES,
+        max_examples=MAX_EXAMPLES_AUTH if conformance_server.token else MAX_EXAMPLES,
         prepare=_aim_signing(s3_prefix, location, s3_endpoint),
         known=known,
     )
-    report.label = f"[{conformance_server.backend}] {label}"
+    report.label = f"[{backend}] {label}"
     reports.append(report)
     print(report.summary())
     assert report.total > 0, f"schemathesis generated no request for {label}"

@@ -255,6 +255,9 @@ def test_swagger_ui_lists_both_documents(client: TestClient, path: str) -> None:
 @pytest.fixture(scope="module")
 def management_server(backend: str, catalog_server_factory: ServerFactory) -> CatalogServer:
     """A server of its own: generated requests create, rename and delete warehouses."""
+    if backend.endswith("-auth"):
+        # Generated grants, users and bootstraps would change who may do what mid-run.
+        pytest.skip("the management document runs without a provider")
     return catalog_server_factory(backend)
 
 

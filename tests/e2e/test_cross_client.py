@@ -13,6 +13,7 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
+from tests.e2e.test_duckdb import attach
 from tests.support import duckdb_ext
 from tests.support.clients import rest_catalog
 from tests.support.server import CatalogServer
@@ -87,10 +88,7 @@ def test_spark_writes_pyiceberg_and_duckdb_read(
         ).fetchall()
         == expected
     )
-    duck.execute(
-        f"ATTACH '{catalog_server.warehouse}' AS ice ("
-        f"TYPE iceberg, ENDPOINT '{catalog_server.uri}', AUTHORIZATION_TYPE 'none')"
-    )
+    attach(duck, catalog_server)
     assert (
         duck.execute(
             f"SELECT id, customer, total FROM ice.{namespace}.orders ORDER BY id"

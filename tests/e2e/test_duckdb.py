@@ -49,10 +49,16 @@ def duck() -> Iterator[Any]:
     con.close()
 
 
-def attach(duck: Any, server: CatalogServer, alias: str = "ice") -> str:
+def attach(duck: Any, server: CatalogServer, alias: str = "ice", token: str | None = None) -> str:
+    """Attach the server's warehouse as `alias`: with `token`, or its clients' token when it
+    has one."""
+    how = "AUTHORIZATION_TYPE 'none'"
+    token = token or server.token
+    if token:
+        duck.execute(f"CREATE SECRET {alias}_token (TYPE iceberg, TOKEN '{token}')")
+        how = f"SECRET {alias}_token"
     duck.execute(
-        f"ATTACH '{server.warehouse}' AS {alias} ("
-        f"TYPE iceberg, ENDPOINT '{server.uri}', AUTHORIZATION_TYPE 'none')"
+        f"ATTACH '{server.warehouse}' AS {alias} (TYPE iceberg, ENDPOINT '{server.uri}', {how})"
     )
     return alias
 

@@ -19,7 +19,9 @@ COLUMNS = "id BIGINT, ts TIMESTAMP, category STRING, amount DOUBLE"
 
 def test_drop_list_undrop_and_read_again(spark: Any, catalog_server: CatalogServer) -> None:
     name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 3600})
-    cat = register_rest_catalog(spark, f"soft_{name}", catalog_server.uri, warehouse=name)
+    cat = register_rest_catalog(
+        spark, f"soft_{name}", catalog_server.uri, warehouse=name, token=catalog_server.token
+    )
     spark.sql(f"CREATE NAMESPACE {cat}.db")
     table = f"{cat}.db.orders"
     spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING iceberg PARTITIONED BY (days(ts))")
@@ -50,7 +52,9 @@ def test_drop_purge_in_a_soft_warehouse(spark: Any, catalog_server: CatalogServe
     """Spark's DROP TABLE ... PURGE drops without purge over REST, then deletes the files
     itself: the catalog keeps the entry soft-deleted, but undrop can no longer restore it."""
     name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 3600})
-    cat = register_rest_catalog(spark, f"soft_{name}", catalog_server.uri, warehouse=name)
+    cat = register_rest_catalog(
+        spark, f"soft_{name}", catalog_server.uri, warehouse=name, token=catalog_server.token
+    )
     spark.sql(f"CREATE NAMESPACE {cat}.db")
     table = f"{cat}.db.events"
     spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING iceberg")

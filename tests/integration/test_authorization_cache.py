@@ -5,11 +5,13 @@ replica counts within the cache time."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
 from icelog.api.app import GRANT_CACHE_SECONDS, create_app
@@ -137,3 +139,46 @@ def test_a_kept_decision_is_for_the_objects_the_call_names_not_the_page_it_came_
 
     assert authed.client.portal is not None
     assert authed.client.portal.call(page_loading, ["t", "u", "t", "u"]) == [200, 404, 200, 404]
+
+
+@pytest.mark.attack
+def test_attack_a_revoke_reaches_a_replica_the_user_keeps_busy(authed: Authed) -> None:
+    """Issue 31, item 9: while Bob kept committing on replica A, a revoke made on B never
+    reached A (the expired "allowed" was served while one request reloaded it, and the
+    refusal that reload raised left it in place): 620-988 commits landed in 10 s. Now none
+    lands once the cache time has passed."""
+    alice, table, grants = _setup(authed)
+    bob = authed.idp.issue("bob")
+    body = {"updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    writes = {"writes": [{"type": "modify", "user": "oidc~bob"}]}
+    assert authed.call("POST", grants, alice, json=writes).status_code == 204
+    with _replica(authed) as other:
+        headers = {"Authorization": f"Bearer {bob}"}
+        assert other.post(table, json=body, headers=headers).status_code == 200
+        stop = threading.Event()
+        landed: list[float] = []  # when each acknowledged commit was sent
+
+        def keep_committing() -> None:
+            while not stop.is_set():
+                sent = time.monotonic()
+                if other.post(table, json=body, headers=headers).status_code == 200:
+                    landed.append(sent)
+
+        threads = [threading.Thread(target=keep_committing) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)
+            revoke = {"deletes": [{"type": "modify", "user": "oidc~bob"}]}
+            answer = authed.call("POST", grants, alice, json=revoke)
+            assert answer.status_code == 204, answer.text
+            revoked = time.monotonic()
+            time.sleep(GRANT_CACHE_SECONDS + 3.0)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+    late = [s for s in landed if s > revoked + GRANT_CACHE_SECONDS + 0.25]
+    print(f"commits: {len(landed)}, landed after revoke + TTL: {len(late)}")
+    assert any(s < revoked for s in landed)  # Bob was busy when the revoke came
+    assert late == []

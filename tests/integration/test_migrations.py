@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID, uuid4
 
 import psycopg
 import pytest
@@ -21,6 +22,9 @@ from starlette.testclient import TestClient
 from icelog.api.app import create_app
 from icelog.api.services import Services, icelog_version, open_catalog
 from icelog.commands.catalog import Catalog
+from icelog.commands.users import UserFacts
+from icelog.domain.context import SYSTEM
+from icelog.domain.identifiers import NamespaceName, namespace_id
 from icelog.projections import migrations
 from icelog.projections.migrations import LATEST, STEPS
 from tests.integration.conftest import BACKENDS, SCHEMA, make_settings
@@ -353,3 +357,58 @@ def test_a_migration_that_cannot_lock_a_table_gives_up_in_time(tmp_path: Path) -
         again = db.migrate()
         assert again.returncode == 0, again.stderr
         assert [v for v, _ in db.versions()] == expected_versions()
+
+
+@pytest.mark.attack
+def test_step_17_ends_the_grants_of_objects_that_are_gone(db: Db) -> None:
+    """What an older release left behind (issue 31): grants on a dropped namespace's id, on
+    the previous namespace of a name made again, held by a deleted user (also one who came
+    back), by a deleted role, on a dropped table. Step 17 deletes those and keeps the rest."""
+    services = db.build()
+    try:
+        services.ensure_defaults()
+        catalog = services.catalog
+        warehouse = UUID(services.default_warehouse_id())
+        catalog.create_namespace(SYSTEM, warehouse, NamespaceName(("kept",)), {})
+        catalog.create_namespace(SYSTEM, warehouse, NamespaceName(("again",)), {})
+        for who in ("gone", "back", "stays"):
+            facts = UserFacts(user_id=f"oidc~{who}", name=who, email=None, user_type="human")
+            catalog.provision_user(SYSTEM, facts, how="token")
+        catalog.delete_user(SYSTEM, "oidc~gone")
+        catalog.delete_user(SYSTEM, "oidc~back")
+        later = "9999-01-01T00:00:00+00:00"
+        catalog.provision_user(SYSTEM, UserFacts("oidc~back", "b", None, "human"), how="token")
+        kept = str(namespace_id(warehouse, NamespaceName(("kept",))))
+        again = str(namespace_id(warehouse, NamespaceName(("again",))))
+        dropped = str(namespace_id(warehouse, NamespaceName(("dropped",))))
+    finally:
+        services.close()
+    long_ago = "2000-01-01T00:00:00+00:00"
+    rows = [
+        ("keep-1", "namespace", kept, "select", "user", "oidc~stays", later),
+        ("keep-2", "namespace", again, "select", "user", "oidc~stays", later),
+        ("keep-3", "namespace", kept, "select", "user", "oidc~never-seen", later),
+        ("keep-4", "namespace", kept, "select", "user", "oidc~back", later),
+        ("gone-1", "namespace", dropped, "ownership", "user", "oidc~stays", later),
+        ("gone-2", "namespace", again, "ownership", "user", "oidc~stays", long_ago),
+        ("gone-3", "namespace", kept, "modify", "user", "oidc~gone", later),
+        ("gone-4", "namespace", kept, "modify", "user", "oidc~back", long_ago),
+        ("gone-5", "namespace", kept, "select", "role", str(uuid4()), later),
+        ("gone-6", "table", str(uuid4()), "select", "user", "oidc~stays", later),
+        ("gone-7", "role", str(uuid4()), "assignee", "user", "oidc~stays", later),
+        ("gone-8", "warehouse", str(uuid4()), "select", "user", "oidc~stays", later),
+    ]
+    for row in rows:
+        db.sql(
+            "INSERT INTO icelog_grants (id, object_kind, object_id, relation, principal_kind, "
+            "principal_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            row,
+        )
+    db.sql("DELETE FROM icelog_schema_version WHERE version = 17")
+    upgraded = db.migrate()
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "applied step 17" in upgraded.stdout
+    left = {str(r[0]) for r in db.sql("SELECT id FROM icelog_grants")}
+    assert {r[0] for r in rows if r[0].startswith("keep")} <= left
+    assert not {r[0] for r in rows if r[0].startswith("gone")} & left
+    assert [v for v, _ in db.versions()] == expected_versions()

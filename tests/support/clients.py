@@ -14,6 +14,8 @@ def rest_catalog(server: CatalogServer, name: str = "icelog", **props: str) -> A
     from pyiceberg.catalog import load_catalog
 
     settings = {"warehouse": server.warehouse, **props}
+    if server.token and "token" not in props and "credential" not in props:
+        settings["token"] = server.token
     return load_catalog(name, type="rest", uri=server.uri, **settings)
 
 

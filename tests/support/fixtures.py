@@ -3,8 +3,12 @@
 - ``pg_database``: URL of a fresh PostgreSQL database for the whole session (dropped at the end);
   ``pg_database_factory`` makes more.
 - ``catalog_server_factory``: starts ``icelog serve`` on a free port with a temp data dir.
-- ``backend`` / ``catalog_server``: one server per backend (``sqlite``, ``postgres``), shared by the
-  tests of a session; tests isolate themselves with unique namespace names.
+- ``backend`` / ``catalog_server``: one server per backend (``sqlite``, ``postgres``,
+  ``sqlite-auth``), shared by the tests of a session; tests isolate themselves with unique
+  namespace names. ``sqlite-auth`` is the SQLite server with an OpenID provider
+  (tests/support/idp.py): the clients of these tests then use the token of a user who holds
+  nothing but `create` on the project, so each test works on what it made itself (owners
+  hold every right on what they create) — the whole shared suite, with auth on.
 - ``spark``: the one SparkSession of the test session (started lazily, only for Spark tests).
 """
 
@@ -15,15 +19,22 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support import postgres
+from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer, start_server
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    pytest.param("sqlite-auth", id="sqlite-auth"),
 ]
+# The users of an `-auth` deployment: who bootstraps it, and whose token its clients use.
+E2E_ADMIN = "e2e-admin"
+E2E_WRITER = "e2e-writer"
+_TOKEN_SECONDS = 12 * 3600
 
 ServerFactory = Callable[..., CatalogServer]
 _LOG_TAIL = 8000
@@ -49,8 +60,17 @@ def pg_database(pg_database_factory: Callable[[], str]) -> str:
 
 
 @pytest.fixture(scope="session")
+def e2e_idp() -> Iterator[TestIdentityProvider]:
+    """The identity provider of every `-auth` deployment of the session."""
+    with TestIdentityProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
 def catalog_server_factory(
-    tmp_path_factory: pytest.TempPathFactory, pg_database_factory: Callable[[], str]
+    tmp_path_factory: pytest.TempPathFactory,
+    pg_database_factory: Callable[[], str],
+    e2e_idp: TestIdentityProvider,
 ) -> Iterator[ServerFactory]:
     servers: list[CatalogServer] = []
 
@@ -61,18 +81,48 @@ def catalog_server_factory(
         data_dir: Path | None = None,
         database_url: str | None = None,
     ) -> CatalogServer:
-        """Start a server; pass ``data_dir``/``database_url`` of an earlier one to restart it."""
+        """Start a server; pass ``data_dir``/``database_url`` of an earlier one to restart it.
+        ``<store>-auth``: with the session's identity provider, its clients' token set."""
+        store = backend.removesuffix("-auth")
+        restart = data_dir is not None
         if data_dir is None:
             data_dir = tmp_path_factory.mktemp(f"icelog-{backend}")
-        if backend == "postgres" and database_url is None:
+        if store == "postgres" and database_url is None:
             database_url = pg_database_factory()
-        server = start_server(data_dir, backend=backend, database_url=database_url, env=env)
+        if store != backend:
+            env = {**(env or {}), **auth_env(e2e_idp)}
+        server = start_server(data_dir, backend=store, database_url=database_url, env=env)
         servers.append(server)
+        if store != backend:
+            server.token = provision_writer(server, e2e_idp, first_start=not restart)
         return server
 
     yield make
     for server in servers:
         server.stop()
+
+
+def auth_env(idp: TestIdentityProvider) -> dict[str, str]:
+    return {"ICELOG_OPENID_PROVIDER_URI": idp.uri, "ICELOG_OPENID_AUDIENCE": "icelog"}
+
+
+def provision_writer(server: CatalogServer, idp: TestIdentityProvider, *, first_start: bool) -> str:
+    """Bootstrap an `-auth` server as E2E_ADMIN and give E2E_WRITER `create` on the default
+    project, nothing more; the writer's token."""
+    if first_start:
+        admin = {"Authorization": f"Bearer {idp.issue(E2E_ADMIN, expires_in=_TOKEN_SECONDS)}"}
+        management = f"{server.base}/management/v1"
+        done = httpx.post(
+            f"{management}/bootstrap", json={"accept-terms-of-use": True}, headers=admin
+        )
+        assert done.status_code == 204, done.text
+        granted = httpx.post(
+            f"{management}/permissions/project/assignments",
+            json={"writes": [{"type": "create", "user": f"oidc~{E2E_WRITER}"}]},
+            headers=admin,
+        )
+        assert granted.status_code == 204, granted.text
+    return idp.issue(E2E_WRITER, expires_in=_TOKEN_SECONDS)
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -130,8 +180,10 @@ def namespace(catalog: Any, unique_name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def spark_catalog(spark: Any, catalog_server: CatalogServer) -> str:
+def spark_catalog(spark: Any, backend: str, catalog_server: CatalogServer) -> str:
     """Name of a Spark catalog (``ice_<backend>``) pointing at the backend's icelog server."""
     from tests.support.spark import register_rest_catalog
 
-    return register_rest_catalog(spark, f"ice_{catalog_server.backend}", catalog_server.uri)
+    return register_rest_catalog(
+        spark, f"ice_{backend.replace('-', '_')}", catalog_server.uri, token=catalog_server.token
+    )

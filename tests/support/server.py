@@ -35,6 +35,12 @@ class CatalogServer:
     process: subprocess.Popen[bytes]
     log_path: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    # With an identity provider (an `-auth` deployment): the bearer token clients use.
+    token: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """What a plain HTTP call to this server sends to be the clients' user."""
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     @property
     def base(self) -> str:

@@ -40,7 +40,9 @@ def build_spark_session(scratch: Path, app_name: str = "icelog-tests") -> Any:
     return spark
 
 
-def register_rest_catalog(spark: Any, name: str, uri: str, warehouse: str = "default") -> str:
+def register_rest_catalog(
+    spark: Any, name: str, uri: str, warehouse: str = "default", token: str | None = None
+) -> str:
     """Register an Iceberg REST catalog called ``name`` on a running SparkSession.
 
     Spark's CatalogManager reads ``spark.sql.catalog.<name>*`` when the catalog is first used,
@@ -52,4 +54,6 @@ def register_rest_catalog(spark: Any, name: str, uri: str, warehouse: str = "def
     spark.conf.set(f"{prefix}.uri", uri)
     spark.conf.set(f"{prefix}.warehouse", warehouse)
     spark.conf.set(f"{prefix}.cache-enabled", "false")
+    if token:
+        spark.conf.set(f"{prefix}.token", token)
     return name

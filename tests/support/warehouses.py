@@ -23,13 +23,17 @@ def create_warehouse(
             "storage-profile": {"type": "file", "base-location": f"file://{base}"},
             "delete-profile": delete_profile,
         },
+        headers=server.headers(),
     )
     assert response.status_code in (200, 201), response.text
     return name, str(response.json()["warehouse-id"])
 
 
 def deleted_tabulars(server: CatalogServer, warehouse_id: str) -> list[dict[str, Any]]:
-    response = httpx.get(f"{server.base}/management/v1/warehouse/{warehouse_id}/deleted-tabulars")
+    response = httpx.get(
+        f"{server.base}/management/v1/warehouse/{warehouse_id}/deleted-tabulars",
+        headers=server.headers(),
+    )
     response.raise_for_status()
     found: list[dict[str, Any]] = response.json()["tabulars"]
     return found
@@ -39,4 +43,5 @@ def undrop(server: CatalogServer, warehouse_id: str, *targets: dict[str, Any]) -
     return httpx.post(
         f"{server.base}/management/v1/warehouse/{warehouse_id}/deleted-tabulars/undrop",
         json={"targets": list(targets)},
+        headers=server.headers(),
     )

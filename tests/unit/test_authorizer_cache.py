@@ -48,7 +48,10 @@ def test_a_full_cache_starts_again_rather_than_grow() -> None:
     assert len(cache._entries) <= 3
 
 
-def test_while_one_caller_reads_an_expired_entry_again_the_others_keep_the_old_answer() -> None:
+@pytest.mark.attack
+def test_no_entry_is_served_past_its_time_the_others_wait_for_the_one_reload() -> None:
+    """Issue 31, item 9: the expired answer was served to every caller while one reloaded
+    it, so a user who kept requesting kept a revoked right."""
     cache = TtlCache(ttl_s=0.01)
     cache.get("k", lambda: "old")
     time.sleep(0.02)
@@ -67,17 +70,119 @@ def test_while_one_caller_reads_an_expired_entry_again_the_others_keep_the_old_a
     def must_not_load() -> str:
         raise AssertionError("a second read of the same entry")
 
-    assert cache.get("k", must_not_load) == "old"  # no stampede: the old answer serves
-    # A decision made from that old answer is marked: the edge must not keep it as new.
-    with watching_staleness() as stale:
-        assert cache.get("k", must_not_load) == "old"
-    assert stale
+    answers: list[str] = []
+    waiter = threading.Thread(target=lambda: answers.append(cache.get("k", must_not_load)))
+    waiter.start()
+    time.sleep(0.05)
+    assert answers == []  # not "old": it waits for the reload
     release.set()
     refresher.join(5)
-    assert cache.get("k", must_not_load) == "new"
-    with watching_staleness() as stale:
-        assert cache.get("k", must_not_load) == "new"
-    assert not stale
+    waiter.join(5)
+    assert answers == ["new"]  # and no stampede: one read
+    with pytest.raises(WouldRead):  # on the event loop, an expired entry is a read
+        time.sleep(0.02)
+        from_cache_only(lambda: cache.get("k", must_not_load))
+
+
+@pytest.mark.attack
+def test_a_refusal_removes_an_allowed_entry() -> None:
+    cache = TtlCache(ttl_s=0.01)
+    cache.get("allowed", lambda: "yes")
+    time.sleep(0.02)
+
+    def refused() -> str:
+        raise PermissionError("revoked")
+
+    with pytest.raises(PermissionError):
+        cache.get("allowed", refused)
+    assert "allowed" not in cache._entries
+    with pytest.raises(PermissionError):  # every later caller is refused, none served "yes"
+        cache.get("allowed", refused)
+
+
+@pytest.mark.attack
+def test_a_waiter_on_a_refused_reload_reads_again_and_is_refused_too() -> None:
+    cache = TtlCache(ttl_s=0.01)
+    cache.get("allowed", lambda: "yes")
+    time.sleep(0.02)
+    reading, release = threading.Event(), threading.Event()
+
+    def slow_refusal() -> str:
+        reading.set()
+        release.wait(5)
+        raise PermissionError("revoked")
+
+    errors: list[BaseException] = []
+
+    def call(load: object) -> None:
+        try:
+            cache.get("allowed", load)  # type: ignore[arg-type]
+        except PermissionError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=call, args=(slow_refusal,))
+    first.start()
+    assert reading.wait(5)
+    second = threading.Thread(target=call, args=(lambda: (_ for _ in ()).throw(PermissionError()),))
+    second.start()
+    release.set()
+    first.join(5)
+    second.join(5)
+    assert len(errors) == 2
+
+
+@pytest.mark.attack
+def test_a_load_begun_before_clear_does_not_store_its_older_answer() -> None:
+    cache = TtlCache(ttl_s=60)
+    reading, release = threading.Event(), threading.Event()
+
+    def before_the_change() -> str:
+        reading.set()
+        release.wait(5)
+        return "allowed (read before the revoke)"
+
+    loader = threading.Thread(target=lambda: cache.get("k", before_the_change))
+    loader.start()
+    assert reading.wait(5)
+    cache.clear()  # this process revoked meanwhile
+    answers: list[str] = []
+    waiter = threading.Thread(target=lambda: answers.append(cache.get("k", lambda: "refused")))
+    waiter.start()
+    waiter.join(5)
+    assert answers == ["refused"]  # it did not wait for the older read
+    release.set()
+    loader.join(5)
+    assert cache.get("k", lambda: "refused") == "refused"  # the older answer was not kept
+
+
+def test_a_waiter_reads_itself_when_the_reload_takes_too_long() -> None:
+    cache = TtlCache(ttl_s=60, wait_s=0.05)
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck() -> str:
+        started.set()
+        release.wait(5)
+        return "late"
+
+    loader = threading.Thread(target=lambda: cache.get("k", stuck))
+    loader.start()
+    assert started.wait(5)
+    assert cache.get("k", lambda: "own") == "own"
+    release.set()
+    loader.join(5)
+
+
+def test_a_decision_kept_inside_a_watch_expires_with_the_oldest_answer_it_used() -> None:
+    cache = TtlCache(ttl_s=0.2)
+    cache.get("grant", lambda: "yes")
+    time.sleep(0.15)
+    with watching_staleness() as seen:
+        assert cache.get("grant", lambda: "no") == "yes"
+        cache.put("route", "yes", read_at=min(seen))
+    assert cache.peek("route") == "yes"
+    time.sleep(0.07)  # the grant's entry ran out: so did the decision made from it
+    assert cache.peek("route") is None
 
 
 def test_peek_gives_only_current_entries_and_never_loads() -> None:
