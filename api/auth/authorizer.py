@@ -19,6 +19,8 @@ from uuid import UUID
 from icelog.domain.errors import (
     NoSuchNamespaceError,
     NoSuchProjectError,
+    NoSuchTableError,
+    NoSuchViewError,
     NoSuchWarehouseError,
     NotFoundError,
 )
@@ -350,6 +352,8 @@ def missing(obj: ObjectRef) -> NotFoundError:
         "project": NoSuchProjectError,
         "warehouse": NoSuchWarehouseError,
         "namespace": NoSuchNamespaceError,
+        "table": NoSuchTableError,
+        "view": NoSuchViewError,
     }
     return kinds.get(obj.kind, NotFoundError)(f"{obj.kind.capitalize()} does not exist: {obj.id}")
 

@@ -65,21 +65,47 @@ def _user(request: Request) -> str:
     return principal.user_id if isinstance(principal, Principal) else "anonymous"
 
 
+def _hidden(obj: ObjectRef, what: str) -> NotFoundError:
+    """The "does not exist" answer for `obj`, named as the caller named it (`what`: a
+    dotted name) or by id: the same for an object hidden from the caller and for one
+    that does not exist."""
+    return _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
+
+
+def _decide(
+    request: Request,
+    who: frozenset[PrincipalRef],
+    obj: ObjectRef,
+    what: str,
+    *,
+    fresh: bool = False,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """`Authorizer.decide`; an object that does not exist answers as a hidden one does,
+    by the name the caller gave (not by its id, which for a namespace is derived from the
+    name and would tell the two apart)."""
+    try:
+        return authorizer(request).decide(who, obj, fresh=fresh)
+    except NotFoundError:
+        if what and obj.kind in _HIDDEN:
+            raise _hidden(obj, what) from None
+        raise
+
+
 def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> frozenset[str]:
     """The caller's capabilities on `obj`, when they allow `action`; else 403 or 404."""
     auth = authorizer(request)
-    caps, own = auth.decide(principals(request), obj)
+    caps, own = _decide(request, principals(request), obj, what)
     if allows(obj.kind, action, caps, own):
         return caps
     # A refusal is confirmed from the read model itself, never from the cache: a grant or
     # an object made a moment ago (here or on another replica) counts at once.
     who = auth.principals(_user(request), fresh=True)
     request.state.principals = who
-    caps, own = auth.decide(who, obj, fresh=True)
+    caps, own = _decide(request, who, obj, what, fresh=True)
     if allows(obj.kind, action, caps, own):
         return caps
     if "describe" not in caps and obj.kind in _HIDDEN:
-        raise _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
+        raise _hidden(obj, what)
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
 
 
@@ -309,15 +335,18 @@ def on_list(kind: str) -> Guard:
         if kind == "namespace" and getattr(query, "parent", None):
             from icelog.api.http import namespace_from_query  # noqa: PLC0415
 
-            container = namespace_ref(request, namespace_from_query(query.parent))
+            parent = namespace_from_query(query.parent)
+            container, what = namespace_ref(request, parent), parent.dotted
         elif kind == "namespace":
             container = warehouse_of(request)
+            what = container.id
         else:
-            container = namespace_ref(request, _path_namespace(request))
-        caps, _ = authorizer(request).decide(principals(request), container)
+            namespace = _path_namespace(request)
+            container, what = namespace_ref(request, namespace), namespace.dotted
+        caps, _ = _decide(request, principals(request), container, what)
         if "describe" not in caps:
             request.state.visible_to = sorted(p.id for p in principals(request))
-            request.state.hidden = container
+            request.state.hidden = (container, what)
 
     return cache_first(guard)
 
@@ -332,7 +361,7 @@ def hide_empty(request: Request, items: list[Any]) -> None:
     """A filtered list that came back empty: the container does not exist for this caller."""
     hidden = getattr(request.state, "hidden", None)
     if hidden is not None and not items and not getattr(request.state, "page_token", None):
-        raise _HIDDEN[hidden.kind](f"{hidden.kind.capitalize()} does not exist")
+        raise _hidden(*hidden)  # worded as for a container that does not exist
 
 
 def authorization_on(request: Request) -> bool:
