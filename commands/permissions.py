@@ -14,6 +14,7 @@ from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NoSuchProjectError,
+    NoSuchRoleError,
     NotFoundError,
 )
 from icelog.domain.grants import Grant, Grants, grants_id
@@ -28,10 +29,6 @@ from icelog.domain.warehouse import Warehouse
 
 Change = list[tuple[str, PrincipalRef]]
 SERVER_OBJECT = ObjectRef("server", str(SERVER_ID))
-
-
-class NoSuchRoleError(NotFoundError):
-    error_type = "NoSuchRoleException"
 
 
 class AlreadyBootstrappedError(BadRequestError):

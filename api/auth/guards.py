@@ -2,9 +2,10 @@
 
 A guard runs after the request's body and query are validated and before its handler, in
 the threadpool (it reads the grants read model). It raises 403 when the caller may see the
-object but not do the action, and 404 — the object's own "does not exist" error — when the
-caller may not even see it, so that nobody learns what exists in a project they have no
-rights in. Without an identity provider no guard runs (`AllowAll`).
+object but not do the action, and 404 — the object's own "does not exist" error, worded
+exactly as for an object that does not exist — when the caller may not even see it, so
+that nobody learns what exists in a project they have no rights in. Every kind but the
+server is hidden so (`_sees`). Without an identity provider no guard runs (`AllowAll`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,10 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import Authorizer, missing
+from icelog.api.auth.authorizer import NOT_FOUND, Authorizer, missing
 from icelog.api.auth.principal import Principal
-from icelog.domain.errors import (
-    ForbiddenError,
-    NoSuchNamespaceError,
-    NoSuchTableError,
-    NoSuchViewError,
-    NoSuchWarehouseError,
-    NotFoundError,
-)
-from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id
+from icelog.domain.errors import ForbiddenError, NotFoundError
+from icelog.domain.identifiers import NIL_UUID, NamespaceName, TabularName, namespace_id
 from icelog.domain.permissions import (
     ALL_DATA,
     NO_DATA,
@@ -38,12 +32,10 @@ from icelog.domain.permissions import (
 
 Guard = Callable[[Request, Any, Any], None]
 
-_HIDDEN: dict[str, type[NotFoundError]] = {
-    "warehouse": NoSuchWarehouseError,
-    "namespace": NoSuchNamespaceError,
-    "table": NoSuchTableError,
-    "view": NoSuchViewError,
-}
+# Kinds whose objects a caller who may not see them is told do not exist.
+_HIDDEN = frozenset(NOT_FOUND)
+# The action `hidden_unless_seen` checks: the one each kind's "describe" gives.
+_SEE_ACTION = {"project": "list_warehouses", "role": "read"}
 
 
 def authorizer(request: Request) -> Authorizer:
@@ -69,7 +61,22 @@ def _hidden(obj: ObjectRef, what: str) -> NotFoundError:
     """The "does not exist" answer for `obj`, named as the caller named it (`what`: a
     dotted name) or by id: the same for an object hidden from the caller and for one
     that does not exist."""
-    return _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
+    return missing(obj, what)
+
+
+def _sees(request: Request, obj: ObjectRef, caps: frozenset[str], own: frozenset[str]) -> bool:
+    """Whether the caller may know that `obj` exists: `describe` on it (from it or from
+    above). A role is also seen by its members and owner; a project by whoever holds any
+    capability on it (a server admin, a role creator) or any grant in it (what the
+    project list shows, `visible`), and the default (nil) project, which `/info` names,
+    by everyone."""
+    if "describe" in caps:
+        return True
+    if obj.kind == "role":
+        return bool(caps or own)
+    if obj.kind == "project":
+        return bool(caps or own) or obj.id == str(NIL_UUID) or obj.id in places_held(request)[0]
+    return False
 
 
 def _decide(
@@ -104,7 +111,7 @@ def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> fr
     caps, own = _decide(request, who, obj, what, fresh=True)
     if allows(obj.kind, action, caps, own):
         return caps
-    if "describe" not in caps and obj.kind in _HIDDEN:
+    if obj.kind in _HIDDEN and not _sees(request, obj, caps, own):
         raise _hidden(obj, what)
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
 
@@ -116,8 +123,10 @@ def hidden_unless_seen(request: Request, obj: ObjectRef) -> None:
     if obj.kind not in _HIDDEN:
         return
     try:
-        require(request, obj, "get_metadata")
-    except (ForbiddenError, NotFoundError):
+        require(request, obj, _SEE_ACTION.get(obj.kind, "get_metadata"))
+    except ForbiddenError:
+        return  # seen: `require` refuses with 403 only a caller who sees the object
+    except NotFoundError:
         raise missing(obj) from None
 
 
@@ -162,7 +171,7 @@ def tabular_ref(request: Request, name: TabularName, kind: str) -> ObjectRef:
         # Not there, as far as the cache knows: a table just made elsewhere must count.
         found = authorizer(request).lookup(key, load, fresh=True)
     if found is None or found[1] != kind:
-        raise _HIDDEN[kind](f"{kind.capitalize()} does not exist: {name.dotted}")
+        raise _hidden(ObjectRef("table" if kind == "table" else "view", ""), name.dotted)
     return ObjectRef("table" if kind == "table" else "view", found[0])
 
 

@@ -1,4 +1,4 @@
-"""Second reader's existence-oracle probes (issue 31 item 6's neighbours).
+"""A hidden object answers exactly as an unknown one (issue 31 item 6's neighbours).
 
 mallory (authenticated, no grants) asks about an object that exists but is hidden from her
 and about one that does not exist. The answers must be the same (status, error type,
@@ -7,6 +7,7 @@ message) once the ids and names in them are replaced by a placeholder.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -41,12 +42,12 @@ def _oracles(
     return found
 
 
-def test_attack_catalog_routes_answer_a_hidden_namespace_name_as_an_unknown_one(
+def test_attack_catalog_routes_answer_hidden_and_unknown_namespace_names_alike(
     authed: Authed,
 ) -> None:
-    """By name, no id needed: a hidden `finance.payroll` answers "Namespace does not exist:
-    finance.payroll" (or with no name, for lists), an unknown `finance.nothing` answers
-    "Namespace does not exist: <its uuid5>". Any authenticated user tells them apart."""
+    """By name, no id needed: a hidden `finance.payroll` and an unknown `finance.nothing`
+    both answer "Namespace does not exist: <the dotted name>" (lists too), never the
+    unknown one's uuid5, or any authenticated user would tell them apart."""
     alice, mallory, wid, _nid, _tid = _scene(authed)
     alice.ok("POST", f"/catalog/v1/{wid}/namespaces", {"namespace": ["sandbox"]})
     sandbox = str(namespace_id(UUID(wid), NamespaceName(("sandbox",))))
@@ -77,7 +78,7 @@ def test_attack_catalog_routes_answer_a_hidden_namespace_name_as_an_unknown_one(
         ("DELETE", hidden, unknown, None),
     ]
     found = _oracles(mallory, probes, secrets)
-    for label, make in (
+    attempts: tuple[tuple[str, Callable[[list[str]], Any]], ...] = (
         (
             "rename into the namespace",
             lambda ns: mallory(
@@ -93,7 +94,8 @@ def test_attack_catalog_routes_answer_a_hidden_namespace_name_as_an_unknown_one(
             "create a child namespace",
             lambda ns: mallory("POST", f"{c}/namespaces", {"namespace": [*ns, "child"]}),
         ),
-    ):
+    )
+    for label, make in attempts:
         a = _shape(make(["finance", "payroll"]), *secrets)
         b = _shape(make(["finance", "nothing"]), *secrets)
         if a != b:
@@ -101,9 +103,11 @@ def test_attack_catalog_routes_answer_a_hidden_namespace_name_as_an_unknown_one(
     assert not found, "existence oracles:\n" + "\n".join(found)
 
 
-def test_attack_table_ids_answer_hidden_as_unknown_on_management_routes(authed: Authed) -> None:
-    """A hidden table id answers NoSuchTableException (the guard's `require`), an unknown
-    one NotFoundException (`missing`): the same status and message, another type."""
+def test_attack_hidden_and_unknown_table_ids_answer_alike_on_management_routes(
+    authed: Authed,
+) -> None:
+    """A hidden table id (the guard's `require`) and an unknown one (`missing`) both answer
+    NoSuchTableException with the same message."""
     _alice, mallory, wid, _nid, tid = _scene(authed)
     other = str(uuid4())
     probes: list[tuple[str, str, str, Any]] = [
@@ -119,12 +123,12 @@ def test_attack_table_ids_answer_hidden_as_unknown_on_management_routes(authed: 
     assert not found, "existence oracles:\n" + "\n".join(found)
 
 
-def test_attack_assignment_updates_answer_a_hidden_namespace_id_as_an_unknown_one(
+def test_attack_assignment_updates_answer_hidden_and_unknown_ids_alike(
     authed: Authed,
 ) -> None:
-    """Namespace ids are uuid5(warehouse, path). `POST .../assignments` decides per item and
-    never hides the object: with no items it answers 204 for a namespace that exists (404
-    for an unknown id), with one it answers 403 "Not allowed to grant" (404 unknown)."""
+    """Namespace ids are uuid5(warehouse, path). `POST .../assignments` decides per item,
+    so it first hides the object: with no items or with one it answers 404 for a namespace
+    the caller may not see, as for an unknown id (not 204, nor 403 "Not allowed to grant")."""
     _alice, mallory, _wid, nid, tid = _scene(authed)
     other = str(uuid4())
     path = f"{MGMT}/permissions/namespace/{{}}/assignments"
@@ -143,25 +147,63 @@ def test_attack_assignment_updates_answer_a_hidden_namespace_id_as_an_unknown_on
     assert not found, "existence oracles:\n" + "\n".join(found)
 
 
-def test_attack_role_and_project_ids_answer_hidden_as_unknown(authed: Authed) -> None:
-    """Roles and projects are not among the guards' hidden kinds: an existing one answers
-    403 (or 200 `allowed-actions: []`, or 204 for an empty assignment update), an unknown
-    one 404."""
+def test_attack_hidden_and_unknown_role_and_project_ids_answer_alike(authed: Authed) -> None:
+    """Roles and projects are among the guards' hidden kinds: to a caller who may not see
+    an existing one it answers 404 as an unknown one does, not 403 (nor 200
+    `allowed-actions: []`, nor 204 for an empty assignment update)."""
     alice, mallory, _wid, _nid, _tid = _scene(authed)
     role = alice.ok("POST", f"{MGMT}/role", {"name": "payroll-admins"})["id"]
     project = alice.ok("POST", f"{MGMT}/project", {"project-name": "secret-merger"})
     pid = project.get("project-id") or project.get("id")
     other = str(uuid4())
     probes: list[tuple[str, str, str, Any]] = []
-    for method, template, body in [
+    asked: list[tuple[str, str, Any]] = [
         ("GET", f"{MGMT}/role/{{}}", None),
         ("DELETE", f"{MGMT}/role/{{}}", None),
         ("GET", f"{MGMT}/permissions/role/{{}}/access", None),
         ("POST", f"{MGMT}/permissions/role/{{}}/assignments", {"writes": []}),
         ("GET", f"{MGMT}/project/{{}}", None),
         ("GET", f"{MGMT}/permissions/project/{{}}/access", None),
-    ]:
+    ]
+    for method, template, body in asked:
         real = role if "role" in template else pid
         probes.append((method, template.format(real), template.format(other), body))
     found = _oracles(mallory, probes, (role, pid, other))
     assert not found, "existence oracles:\n" + "\n".join(found)
+
+
+def test_roles_and_projects_stay_visible_to_their_members_and_grant_holders(
+    authed: Authed,
+) -> None:
+    """The hidden rule hides only from callers with nothing there: a role's member sees the
+    role (403 where they may not act, not 404), a grant holder sees their project, and
+    everyone sees the default project that `/info` names."""
+    alice, mallory, _wid, _nid, _tid = _scene(authed)
+    me = mallory.ok("GET", f"{MGMT}/whoami")["id"]
+    role = alice.ok("POST", f"{MGMT}/role", {"name": "payroll-readers"})["id"]
+    alice.ok(
+        "POST",
+        f"{MGMT}/permissions/role/{role}/assignments",
+        {"writes": [{"type": "assignee", "user": me}]},
+    )
+    assert mallory("GET", f"{MGMT}/role/{role}").status_code == 403
+    assert mallory("DELETE", f"{MGMT}/role/{role}").status_code == 403
+    access = mallory.ok("GET", f"{MGMT}/permissions/role/{role}/access")
+    assert "assume" in access["allowed-actions"]
+
+    project = alice.ok("POST", f"{MGMT}/project", {"project-name": "merger"})
+    pid = project.get("project-id") or project.get("id")
+    assert mallory("GET", f"{MGMT}/project/{pid}").status_code == 404
+    alice.ok(
+        "POST",
+        f"{MGMT}/permissions/project/{pid}/assignments",
+        {"writes": [{"type": "role_creator", "user": me}]},
+    )
+    assert mallory("GET", f"{MGMT}/project/{pid}").status_code == 403
+    made = mallory.ok("POST", f"{MGMT}/role", {"name": "mine", "project-id": pid})
+    assert made["project-id"] == pid
+
+    # The default project: a stranger is refused, not told it does not exist.
+    assert mallory("GET", f"{MGMT}/project").status_code == 403
+    assert mallory("POST", f"{MGMT}/role", {"name": "theirs"}).status_code == 403
+    assert mallory.ok("GET", f"{MGMT}/permissions/project/access")["allowed-actions"] == []

@@ -1,12 +1,14 @@
 # ruff: noqa: F811 - pytest fixtures imported from test_signing_attacks
-"""Second reader's attacks on the remote signer (issue 31 item 1's neighbours).
+"""The remote signer hands out no more than vended credentials (issue 31 item 1's neighbours).
 
 The signer signs with the warehouse's own S3 credential, so whatever S3 semantics a signed
 header or sub-resource carries are exercised with the catalog's full rights. Vended
 credentials (`commands/storage/vending.py` session policy) allow only GetObject(Version),
 PutObject, DeleteObject, AbortMultipartUpload, ListMultipartUploadParts and ListBucket;
 on AWS a PutObject carrying `x-amz-acl` / `x-amz-grant-*` additionally needs
-s3:PutObjectAcl, which they do not have. The signer should not hand out more than that.
+s3:PutObjectAcl, which they do not have. The signer refuses (403) every `x-amz-*` header
+outside its allow-list (`signing.check_signable_headers`) and the sub-resources beyond
+those actions.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def _signed_put(
     ],
     ids=["x-amz-acl", "x-amz-grant-read", "x-amz-grant-full-control"],
 )
-def test_attack_a_writer_cannot_publish_table_files_through_signed_acl_headers(
+def test_attack_the_signer_refuses_acl_headers_that_would_publish_table_files(
     scene: Scene, extra: dict[str, str]
 ) -> None:
     """Bob may write his own table. A signed PUT with an ACL header makes the object
@@ -99,7 +101,7 @@ def test_attack_the_signer_refuses_headers_that_need_more_than_put_object(
 ) -> None:
     """Headers whose effect outlives the catalog's control (object lock a purge cannot undo,
     a foreign KMS key the catalog cannot decrypt with, an archive class no reader can GET,
-    a redirect) are signed with the catalog's credential today."""
+    a redirect) would be signed with the catalog's credential: refused."""
     port = scene.s3.port
     uri = f"http://localhost:{port}/{WAREHOUSE_BUCKET}/victim/data/h-{uuid4().hex[:6]}"
     headers = {"x-amz-content-sha256": "UNSIGNED-PAYLOAD", **extra}
@@ -121,7 +123,7 @@ def test_attack_the_signer_gives_no_more_than_vended_credentials(
 ) -> None:
     """What a writer may do through the signer and through vended credentials should be the
     same set of S3 actions. The session policy has no DeleteObjectVersion (a permanent delete
-    past versioning) nor the tagging actions; the signer signs them."""
+    past versioning) nor the tagging actions; the signer refuses them."""
     port = scene.s3.port
     uri = f"http://localhost:{port}/{WAREHOUSE_BUCKET}/victim/data/x.parquet?{query}"
     answer = sign_request(scene.bob, scene.table_signer, method, uri, {})
@@ -129,10 +131,10 @@ def test_attack_the_signer_gives_no_more_than_vended_credentials(
 
 
 @pytest.mark.attack
-def test_attack_vended_listing_of_the_bare_table_prefix_names_sibling_tables_files() -> None:
+def test_attack_vended_credentials_cannot_list_the_bare_table_prefix() -> None:
     """The signer refuses `prefix=wh/ns/t1` (without '/') because it also lists t10's keys
-    (`_Prefix.holds_listing`). The vended session policy allows exactly that prefix
-    (`StringLike s3:prefix [prefix, prefix/*]`), so a user who made table t1 at a location
+    (`_Prefix.holds_listing`). The vended session policy must refuse it too
+    (`StringLike s3:prefix [prefix/, prefix/*]`), or a user who made table t1 at a location
     of their choice lists the key names (paths, partition values) of the table beside it."""
     import fnmatch
 
