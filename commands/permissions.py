@@ -13,6 +13,7 @@ from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NoSuchProjectError,
+    NoSuchRoleError,
     NotFoundError,
 )
 from icelog.domain.grants import Grants, grants_id
@@ -27,10 +28,6 @@ from icelog.domain.warehouse import Warehouse
 
 Change = list[tuple[str, PrincipalRef]]
 SERVER_OBJECT = ObjectRef("server", str(SERVER_ID))
-
-
-class NoSuchRoleError(NotFoundError):
-    error_type = "NoSuchRoleException"
 
 
 class AlreadyBootstrappedError(BadRequestError):

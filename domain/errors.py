@@ -76,6 +76,10 @@ class NoSuchProjectError(NotFoundError):
     error_type = "NoSuchProjectException"
 
 
+class NoSuchRoleError(NotFoundError):
+    error_type = "NoSuchRoleException"
+
+
 class NoSuchUserError(NotFoundError):
     error_type = "NoSuchUserException"
 

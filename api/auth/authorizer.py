@@ -19,6 +19,9 @@ from uuid import UUID
 from icelog.domain.errors import (
     NoSuchNamespaceError,
     NoSuchProjectError,
+    NoSuchRoleError,
+    NoSuchTableError,
+    NoSuchViewError,
     NoSuchWarehouseError,
     NotFoundError,
 )
@@ -343,15 +346,23 @@ class GrantAuthorizer:
         return self._cached(("chain", obj), lambda: ancestors(self.queries, obj), fresh)
 
 
-def missing(obj: ObjectRef) -> NotFoundError:
-    """The error for an object that does not exist, by id. Objects a caller may not see
-    answer with exactly this too, so an answer never tells hidden from unknown."""
-    kinds: dict[str, type[NotFoundError]] = {
-        "project": NoSuchProjectError,
-        "warehouse": NoSuchWarehouseError,
-        "namespace": NoSuchNamespaceError,
-    }
-    return kinds.get(obj.kind, NotFoundError)(f"{obj.kind.capitalize()} does not exist: {obj.id}")
+# The "does not exist" error of each kind of object (the server always exists).
+NOT_FOUND: dict[str, type[NotFoundError]] = {
+    "project": NoSuchProjectError,
+    "warehouse": NoSuchWarehouseError,
+    "namespace": NoSuchNamespaceError,
+    "table": NoSuchTableError,
+    "view": NoSuchViewError,
+    "role": NoSuchRoleError,
+}
+
+
+def missing(obj: ObjectRef, what: str = "") -> NotFoundError:
+    """The error for an object that does not exist, by id (or by the name `what` the
+    caller gave). Objects a caller may not see answer with exactly this too (guards'
+    `require`), so an answer never tells hidden from unknown."""
+    error = NOT_FOUND.get(obj.kind, NotFoundError)
+    return error(f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
 
 
 def ancestors(queries: CatalogQueries, obj: ObjectRef) -> list[ObjectRef]:

@@ -2,9 +2,10 @@
 
 A guard runs after the request's body and query are validated and before its handler, in
 the threadpool (it reads the grants read model). It raises 403 when the caller may see the
-object but not do the action, and 404 — the object's own "does not exist" error — when the
-caller may not even see it, so that nobody learns what exists in a project they have no
-rights in. Without an identity provider no guard runs (`AllowAll`).
+object but not do the action, and 404 — the object's own "does not exist" error, worded
+exactly as for an object that does not exist — when the caller may not even see it, so
+that nobody learns what exists in a project they have no rights in. Every kind but the
+server is hidden so (`_sees`). Without an identity provider no guard runs (`AllowAll`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,10 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import Authorizer, missing
+from icelog.api.auth.authorizer import NOT_FOUND, Authorizer, missing
 from icelog.api.auth.principal import Principal
-from icelog.domain.errors import (
-    ForbiddenError,
-    NoSuchNamespaceError,
-    NoSuchTableError,
-    NoSuchViewError,
-    NoSuchWarehouseError,
-    NotFoundError,
-)
-from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id
+from icelog.domain.errors import ForbiddenError, NotFoundError
+from icelog.domain.identifiers import NIL_UUID, NamespaceName, TabularName, namespace_id
 from icelog.domain.permissions import (
     ALL_DATA,
     NO_DATA,
@@ -38,12 +32,10 @@ from icelog.domain.permissions import (
 
 Guard = Callable[[Request, Any, Any], None]
 
-_HIDDEN: dict[str, type[NotFoundError]] = {
-    "warehouse": NoSuchWarehouseError,
-    "namespace": NoSuchNamespaceError,
-    "table": NoSuchTableError,
-    "view": NoSuchViewError,
-}
+# Kinds whose objects a caller who may not see them is told do not exist.
+_HIDDEN = frozenset(NOT_FOUND)
+# The action `hidden_unless_seen` checks: the one each kind's "describe" gives.
+_SEE_ACTION = {"project": "list_warehouses", "role": "read"}
 
 
 def authorizer(request: Request) -> Authorizer:
@@ -65,21 +57,62 @@ def _user(request: Request) -> str:
     return principal.user_id if isinstance(principal, Principal) else "anonymous"
 
 
+def _hidden(obj: ObjectRef, what: str) -> NotFoundError:
+    """The "does not exist" answer for `obj`, named as the caller named it (`what`: a
+    dotted name) or by id: the same for an object hidden from the caller and for one
+    that does not exist."""
+    return missing(obj, what)
+
+
+def _sees(request: Request, obj: ObjectRef, caps: frozenset[str], own: frozenset[str]) -> bool:
+    """Whether the caller may know that `obj` exists: `describe` on it (from it or from
+    above). A role is also seen by its members and owner; a project by whoever holds any
+    capability on it (a server admin, a role creator) or any grant in it (what the
+    project list shows, `visible`), and the default (nil) project, which `/info` names,
+    by everyone."""
+    if "describe" in caps:
+        return True
+    if obj.kind == "role":
+        return bool(caps or own)
+    if obj.kind == "project":
+        return bool(caps or own) or obj.id == str(NIL_UUID) or obj.id in places_held(request)[0]
+    return False
+
+
+def _decide(
+    request: Request,
+    who: frozenset[PrincipalRef],
+    obj: ObjectRef,
+    what: str,
+    *,
+    fresh: bool = False,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """`Authorizer.decide`; an object that does not exist answers as a hidden one does,
+    by the name the caller gave (not by its id, which for a namespace is derived from the
+    name and would tell the two apart)."""
+    try:
+        return authorizer(request).decide(who, obj, fresh=fresh)
+    except NotFoundError:
+        if what and obj.kind in _HIDDEN:
+            raise _hidden(obj, what) from None
+        raise
+
+
 def require(request: Request, obj: ObjectRef, action: str, what: str = "") -> frozenset[str]:
     """The caller's capabilities on `obj`, when they allow `action`; else 403 or 404."""
     auth = authorizer(request)
-    caps, own = auth.decide(principals(request), obj)
+    caps, own = _decide(request, principals(request), obj, what)
     if allows(obj.kind, action, caps, own):
         return caps
     # A refusal is confirmed from the read model itself, never from the cache: a grant or
     # an object made a moment ago (here or on another replica) counts at once.
     who = auth.principals(_user(request), fresh=True)
     request.state.principals = who
-    caps, own = auth.decide(who, obj, fresh=True)
+    caps, own = _decide(request, who, obj, what, fresh=True)
     if allows(obj.kind, action, caps, own):
         return caps
-    if "describe" not in caps and obj.kind in _HIDDEN:
-        raise _HIDDEN[obj.kind](f"{obj.kind.capitalize()} does not exist: {what or obj.id}")
+    if obj.kind in _HIDDEN and not _sees(request, obj, caps, own):
+        raise _hidden(obj, what)
     raise ForbiddenError(f"Not allowed to {action} on {obj.kind} {what or obj.id}")
 
 
@@ -90,8 +123,10 @@ def hidden_unless_seen(request: Request, obj: ObjectRef) -> None:
     if obj.kind not in _HIDDEN:
         return
     try:
-        require(request, obj, "get_metadata")
-    except (ForbiddenError, NotFoundError):
+        require(request, obj, _SEE_ACTION.get(obj.kind, "get_metadata"))
+    except ForbiddenError:
+        return  # seen: `require` refuses with 403 only a caller who sees the object
+    except NotFoundError:
         raise missing(obj) from None
 
 
@@ -136,7 +171,7 @@ def tabular_ref(request: Request, name: TabularName, kind: str) -> ObjectRef:
         # Not there, as far as the cache knows: a table just made elsewhere must count.
         found = authorizer(request).lookup(key, load, fresh=True)
     if found is None or found[1] != kind:
-        raise _HIDDEN[kind](f"{kind.capitalize()} does not exist: {name.dotted}")
+        raise _hidden(ObjectRef("table" if kind == "table" else "view", ""), name.dotted)
     return ObjectRef("table" if kind == "table" else "view", found[0])
 
 
@@ -309,15 +344,18 @@ def on_list(kind: str) -> Guard:
         if kind == "namespace" and getattr(query, "parent", None):
             from icelog.api.http import namespace_from_query  # noqa: PLC0415
 
-            container = namespace_ref(request, namespace_from_query(query.parent))
+            parent = namespace_from_query(query.parent)
+            container, what = namespace_ref(request, parent), parent.dotted
         elif kind == "namespace":
             container = warehouse_of(request)
+            what = container.id
         else:
-            container = namespace_ref(request, _path_namespace(request))
-        caps, _ = authorizer(request).decide(principals(request), container)
+            namespace = _path_namespace(request)
+            container, what = namespace_ref(request, namespace), namespace.dotted
+        caps, _ = _decide(request, principals(request), container, what)
         if "describe" not in caps:
             request.state.visible_to = sorted(p.id for p in principals(request))
-            request.state.hidden = container
+            request.state.hidden = (container, what)
 
     return cache_first(guard)
 
@@ -332,7 +370,7 @@ def hide_empty(request: Request, items: list[Any]) -> None:
     """A filtered list that came back empty: the container does not exist for this caller."""
     hidden = getattr(request.state, "hidden", None)
     if hidden is not None and not items and not getattr(request.state, "page_token", None):
-        raise _HIDDEN[hidden.kind](f"{hidden.kind.capitalize()} does not exist")
+        raise _hidden(*hidden)  # worded as for a container that does not exist
 
 
 def authorization_on(request: Request) -> bool:

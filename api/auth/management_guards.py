@@ -11,10 +11,9 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.authorizer import SERVER
+from icelog.api.auth.authorizer import SERVER, missing
 from icelog.api.auth.guards import Guard, require
 from icelog.api.edge import Operation
-from icelog.domain.errors import NotFoundError
 from icelog.domain.identifiers import NIL_UUID
 from icelog.domain.permissions import Kind, ObjectRef
 
@@ -36,7 +35,7 @@ def _project(request: Request, body: Any) -> ObjectRef:
     try:
         return ObjectRef("project", str(UUID(header)) if header else str(NIL_UUID))
     except ValueError:
-        raise NotFoundError(f"Project does not exist: {header}") from None
+        raise missing(ObjectRef("project", header or "")) from None
 
 
 def project_of(request: Request) -> ObjectRef:

@@ -36,8 +36,7 @@ from icelog.api.models.permissions import (
 )
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
-from icelog.commands.permissions import NoSuchRoleError
-from icelog.domain.errors import BadRequestError, ForbiddenError
+from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchRoleError
 from icelog.domain.identifiers import namespace_id
 from icelog.domain.permissions import (
     ACTIONS,
@@ -130,6 +129,9 @@ def update_assignments(
 ) -> Callable[[Request, UpdateAssignmentsRequest], None]:
     def handler(request: Request, body: UpdateAssignmentsRequest) -> None:
         obj = resolve(request)
+        # Decided per item below; first, an object the caller may not see is unknown to
+        # them, whatever (or however little) the body asks.
+        hidden_unless_seen(request, obj)
         caps, own = authorizer(request).decide(caller(request), obj)
         for item in (*body.writes, *body.deletes):
             if not allows(obj.kind, f"grant_{item.type}", caps, own):

@@ -115,6 +115,9 @@ def _service(endpoint: str | None, region: str) -> _Service:
     except ValueError:
         raise ForbiddenError("The warehouse's S3 endpoint has an invalid port") from None
     is_ip = bool(_IPV4.match(host)) or ":" in host
+    if ":" in host:
+        # urlsplit drops an IPv6 literal's brackets; a URI's authority keeps them.
+        host = f"[{host}]"
     return _Service(scheme, port, parts.path.rstrip("/"), frozenset({host}), not is_ip)
 
 

@@ -48,8 +48,13 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 # S3 caps DeleteObjects at 1000 keys; 1000 maximal keys in XML stay far below this.
 MAX_DELETE_BODY = 2 * 1024 * 1024
 
-# Sub-resources an Iceberg client uses on objects (multipart, tags, versions, response
-# overrides). Anything else (acl, retention, legal-hold, restore, select, ...) is refused.
+# The signer signs with the warehouse's own credential, so it allows exactly the S3
+# actions vended credentials get (`vending.session_policy`): GetObject(Version),
+# PutObject, DeleteObject, AbortMultipartUpload, ListMultipartUploadParts, ListBucket.
+# Sub-resources an Iceberg client uses on objects (multipart, a version to read, response
+# overrides). Anything else (acl, tagging, attributes, retention, legal-hold, restore,
+# select, ...) is refused, and `versionId` only reads (a versioned DELETE is
+# s3:DeleteObjectVersion, a permanent delete past versioning).
 _OBJECT_PARAMS = frozenset(
     {
         "uploads",
@@ -57,13 +62,13 @@ _OBJECT_PARAMS = frozenset(
         "partNumber",
         "versionId",
         "x-id",
-        "tagging",
-        "attributes",
         "max-parts",
         "part-number-marker",
     }
 )
-# Bucket-level: listings and bulk delete only (no policy, acl, lifecycle, cors, ...).
+# Bucket-level: object listings and bulk delete only (no versions or multipart-upload
+# listings, which need s3:ListBucketVersions / s3:ListBucketMultipartUploads, and no
+# policy, acl, lifecycle, cors, ...).
 _BUCKET_PARAMS = frozenset(
     {
         "list-type",
@@ -76,16 +81,38 @@ _BUCKET_PARAMS = frozenset(
         "fetch-owner",
         "marker",
         "optional-object-attributes",
-        "uploads",
-        "key-marker",
-        "upload-id-marker",
-        "max-uploads",
-        "versions",
-        "version-id-marker",
         "delete",
         "x-id",
     }
 )
+
+# Client `x-amz-*` headers the signer signs. Many others change what a PutObject does
+# beyond writing bytes, with rights vended credentials lack and effects no revoke in the
+# catalog undoes: x-amz-acl / x-amz-grant-* (s3:PutObjectAcl), x-amz-tagging,
+# x-amz-object-lock-* (a lock a purge cannot lift), x-amz-storage-class (an archive class
+# no reader can GET), x-amz-website-redirect-location, SSE with a KMS or customer key
+# (the catalog could not read the object back). They are refused, like any unknown one.
+_SIGNABLE_AMZ = frozenset(
+    {
+        "x-amz-content-sha256",
+        "x-amz-decoded-content-length",
+        "x-amz-trailer",
+        "x-amz-expected-bucket-owner",
+        "x-amz-request-payer",
+        "x-amz-user-agent",
+        # Ours: set by the signer, a client copy is dropped (see _UNSIGNED_HEADERS).
+        "x-amz-date",
+        "x-amz-security-token",
+    }
+)
+_SIGNABLE_AMZ_PREFIXES = ("x-amz-meta-", "x-amz-checksum-", "x-amz-sdk-")
+# Headers allowed only with the value that changes nothing: the warehouse profile has no
+# encryption setting, so objects get the bucket's default encryption; SSE-S3 (AES256) is
+# what S3 applies without a header. STANDARD is the default storage class.
+_SIGNABLE_VALUES = {
+    "x-amz-server-side-encryption": frozenset({"AES256"}),
+    "x-amz-storage-class": frozenset({"STANDARD"}),
+}
 
 # Headers left out of the signature. Ours to set (a client copy would be stale); those
 # botocore never signs; hop-by-hop ones; and those that vary between attempts of one
@@ -122,7 +149,7 @@ class S3Target:
     """What an S3 request touches. `key` is URL-decoded; "" for bucket-level requests.
 
     `operation` is one of: object, create-multipart, upload-part, multipart (complete,
-    abort, list parts), tagging, list, list-uploads, delete-objects, bucket (HEAD bucket).
+    abort, list parts), list, delete-objects, bucket (HEAD bucket).
     """
 
     bucket: str
@@ -170,15 +197,11 @@ def _operation(key: str, params: tuple[tuple[str, str], ...]) -> str:
             return "create-multipart"
         if "uploadId" in names:
             return "upload-part" if "partNumber" in names else "multipart"
-        if "tagging" in names:
-            return "tagging"
         return "object"
     if unknown := names - _BUCKET_PARAMS:
         return "unsupported:" + ",".join(sorted(unknown))
     if "delete" in names:
         return "delete-objects"
-    if "uploads" in names:
-        return "list-uploads"
     return "list" if names - {"x-id"} else "bucket"
 
 
@@ -231,9 +254,7 @@ def check_allowed(
     prefixes = _prefixes(allowed)
 
     # A bucket GET without sub-resources is ListObjects (v1) of the whole bucket.
-    if target.operation in ("list", "list-uploads") or (
-        target.operation == "bucket" and method == "GET"
-    ):
+    if target.operation == "list" or (target.operation == "bucket" and method == "GET"):
         if method != "GET":
             raise ForbiddenError(f"Method {method} is not allowed on bucket {target.bucket}")
         listed = target.param("prefix") or ""
@@ -253,6 +274,9 @@ def check_allowed(
                     f"Bulk delete outside the allowed locations: s3://{target.bucket}/{key}"
                 )
         return
+    if target.has_param("versionId") and method not in READ_METHODS:
+        # DELETE ?versionId is s3:DeleteObjectVersion, beyond what vended credentials get.
+        raise ForbiddenError(f"Only reads may name an object version: {method} {where}")
     if target.operation == "bucket" and method != "HEAD":
         # Bucket-level PUT/DELETE would create or drop the bucket itself.
         raise ForbiddenError(f"Method {method} is not allowed on bucket {target.bucket}")
@@ -275,12 +299,12 @@ def _delete_keys(body: str | None) -> list[str]:
         root = ElementTree.fromstring(body)  # noqa: S314 - DTDs refused above
     except (ElementTree.ParseError, ValueError):
         raise ForbiddenError("Bulk delete body is not a DeleteObjects XML document") from None
+    objects = [obj for obj in root if _local(obj.tag) == "Object"]
+    if any(_local(element.tag) == "VersionId" for obj in objects for element in obj):
+        # Deleting a version is s3:DeleteObjectVersion: past versioning, for good.
+        raise ForbiddenError("Bulk delete may not name object versions")
     keys = [
-        element.text or ""
-        for obj in root
-        if _local(obj.tag) == "Object"
-        for element in obj
-        if _local(element.tag) == "Key"
+        element.text or "" for obj in objects for element in obj if _local(element.tag) == "Key"
     ]
     if _local(root.tag) != "Delete" or not keys:
         raise ForbiddenError("Bulk delete body names no objects")
@@ -345,6 +369,25 @@ def _bulk_delete_payload_hash(headers: Mapping[str, Sequence[str]], body: str) -
     raise ForbiddenError("Bulk delete body is not covered by its SHA-256 or Content-MD5")
 
 
+def check_signable_headers(headers: Mapping[str, Sequence[str]]) -> None:
+    """Refuse `x-amz-*` headers outside `_SIGNABLE_AMZ` (and the prefixes there), and
+    value-restricted ones with another value. Other headers (Content-*, If-*, Range, ...)
+    only describe the bytes or condition the request; they are signed as sent."""
+    for name, values in headers.items():
+        lower = name.lower()
+        if not lower.startswith("x-amz-"):
+            continue
+        if lower in _SIGNABLE_AMZ or lower.startswith(_SIGNABLE_AMZ_PREFIXES):
+            continue
+        accepted = _SIGNABLE_VALUES.get(lower)
+        if accepted is None:
+            raise ForbiddenError(f"Header {name} is not allowed for remote signing")
+        if any(value.strip() not in accepted for value in values):
+            raise ForbiddenError(
+                f"Header {name} is allowed for remote signing only as {', '.join(sorted(accepted))}"
+            )
+
+
 def _credentials(access: S3Access) -> Credentials:
     """The storage's own keys, else botocore's default chain (env, profile, instance role),
     which is also what client_for() falls back to for the catalog's own S3 calls."""
@@ -377,12 +420,14 @@ def sign(
     the client lacks are returned (see the module docstring). Raises ForbiddenError for
     requests this signer refuses whatever the location: a Host or routing header that
     points elsewhere, server-side copies (their source is a header, outside the URI
-    check) and bulk deletes whose body the signature would not pin.
+    check), `x-amz-*` headers that ask S3 for more than a plain read or write
+    (`check_signable_headers`) and bulk deletes whose body the signature would not pin.
     """
     addressed = address(uri, endpoint=access.endpoint, region=access.region)
     check_addressing_headers(headers, addressed, scheme=urlsplit(uri).scheme)
     if any(name.lower().startswith("x-amz-copy-source") for name in headers):
         raise ForbiddenError("Server-side copy is not allowed for remote signing")
+    check_signable_headers(headers)
     credentials = _credentials(access)
     sent = {name.lower(): ", ".join(values) for name, values in headers.items()}
     payload_hash = sent.get("x-amz-content-sha256") or UNSIGNED_PAYLOAD

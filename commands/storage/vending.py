@@ -69,9 +69,10 @@ def session_policy(
     """An IAM session policy allowing only objects below `key_prefix` (a table location).
 
     Object resources end in `/*` so that `db/t1` never reaches `db/t10/...`. Listing is
-    allowed for the prefix itself and below it; GetBucketLocation sits in its own
-    statement because its requests carry no `s3:prefix`, so the list condition would
-    always deny it.
+    allowed for `prefix/` and below it, never for the bare prefix (whose listing names
+    the keys of `db/t10/`; the signer's `holds_listing` refuses it too). GetBucketLocation
+    sits in its own statement because its requests carry no `s3:prefix`, so the list
+    condition would always deny it.
     """
     prefix = key_prefix.strip("/")
     if not prefix:
@@ -94,7 +95,8 @@ def session_policy(
                 "Effect": "Allow",
                 "Action": ["s3:ListBucket"],
                 "Resource": [bucket_arn],
-                "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+                # Never the bare prefix: ListObjects(Prefix="db/t1") also lists db/t10/...
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}},
             },
             {
                 "Sid": "LocateBucket",

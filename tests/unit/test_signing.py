@@ -103,7 +103,7 @@ def test_operations_from_the_query() -> None:
     assert parse(f"{base}/wh/t1/k?uploadId=abc").operation == "multipart"
     assert parse(f"{base}?delete").operation == "delete-objects"
     assert parse(f"{base}?delete=").has_param("delete")
-    assert parse(f"{base}/wh/t1/k?tagging").operation == "tagging"
+    assert parse(f"{base}/wh/t1/k?tagging").operation == "unsupported:tagging"
     assert parse(f"{base}/wh/t1/k?versionId=1&response-content-type=x").operation == "object"
     assert parse(base).operation == "bucket"
     assert parse(f"{base}/wh/t1/k?acl").operation.startswith("unsupported")
@@ -168,12 +168,37 @@ def test_unknown_methods_and_sub_resources_are_forbidden() -> None:
     assert allowed("/lake/wh/t1/a?uploads", "POST")
     assert allowed("/lake/wh/t1/a?partNumber=1&uploadId=u", "PUT")
     assert allowed("/lake/wh/t1/a?uploadId=u", "DELETE")
+    assert allowed("/lake/wh/t1/a?versionId=1")
+    assert allowed("/lake/wh/t1/a?versionId=1", "HEAD")
+
+
+@pytest.mark.attack
+def test_attack_the_signer_allows_no_more_than_vended_credentials() -> None:
+    """The session policy of vended credentials has no DeleteObjectVersion, tagging,
+    attributes, version or upload listings: the signer (the catalog's own key) neither."""
+    for uri, method in (
+        ("/lake/wh/t1/a?versionId=1", "DELETE"),
+        ("/lake/wh/t1/a?versionId=1", "PUT"),
+        ("/lake/wh/t1/a?tagging", "PUT"),
+        ("/lake/wh/t1/a?tagging", "DELETE"),
+        ("/lake/wh/t1/a?tagging", "GET"),
+        ("/lake/wh/t1/a?attributes", "GET"),
+    ):
+        assert not allowed(uri, method), (method, uri)
+    versioned = (
+        "<Delete><Object><Key>wh/t1/a</Key><VersionId>3HL4kqtJlc</VersionId></Object></Delete>"
+    )
+    assert not allowed("/lake?delete", "POST", body=versioned)
+    assert allowed(
+        "/lake?delete", "POST", body="<Delete><Object><Key>wh/t1/a</Key></Object></Delete>"
+    )
 
 
 def test_listing_prefix_must_be_inside() -> None:
     assert allowed("/lake?list-type=2&prefix=wh%2Ft1%2Fdata%2F&delimiter=%2F", write=False)
     assert allowed("/lake?list-type=2&prefix=wh%2Ft1%2F")
-    assert allowed("/lake?uploads&prefix=wh%2Ft1%2F")
+    assert not allowed("/lake?uploads&prefix=wh%2Ft1%2F")  # s3:ListBucketMultipartUploads
+    assert not allowed("/lake?versions&prefix=wh%2Ft1%2F")  # s3:ListBucketVersions
     assert not allowed("/lake?list-type=2&prefix=wh%2Ft1")  # would list t10 too
     assert not allowed("/lake?list-type=2&prefix=wh%2F")
     assert not allowed("/lake?list-type=2&prefix=wh%2Ft10%2F")
@@ -547,6 +572,7 @@ def test_attack_uris_that_could_address_another_bucket_are_refused() -> None:
         "http://minio.local:9000/LAKE/wh/t1/a",
         "http://minio.local:9000//lake/wh/t1/a",
         "http://[::1]:9000/lake/wh/t1/a",
+        "http://[::2]:9000/lake/wh/t1/a",
     ]
     for uri in refused:
         assert not signed(uri), uri
@@ -586,3 +612,63 @@ def test_unparsable_ports_are_bad_requests_not_refusals() -> None:
             parse(uri)
         with pytest.raises(BadRequestError):
             sign(ACCESS, region="us-east-1", method="GET", uri=uri, headers={})
+
+
+def test_an_ipv6_endpoint_signs_its_own_uris() -> None:
+    """urlsplit gives the endpoint's host without brackets; the URI's authority has them."""
+    v6 = S3Access(
+        region="us-east-1",
+        endpoint="http://[::1]:9000",
+        access_key_id="AKIDSIGNING",
+        secret_access_key=SECRET,
+    )
+    uri = "http://[::1]:9000/lake/wh/t1/a"
+    target = parse_target(uri, endpoint=v6.endpoint, region="us-east-1")
+    assert (target.bucket, target.key) == ("lake", "wh/t1/a")
+    assert signed(uri, access=v6)
+    assert signed(uri, {"Host": ["[::1]:9000"]}, access=v6)
+    assert not signed("http://[::2]:9000/lake/wh/t1/a", access=v6)
+    assert not signed("http://lake.[::1]:9000/wh/t1/a", access=v6)
+
+
+@pytest.mark.attack
+def test_attack_headers_asking_more_than_a_plain_write_are_refused() -> None:
+    uri = "http://minio.local:9000/lake/wh/t1/a"
+    for headers in (
+        {"x-amz-acl": ["public-read"]},
+        {"X-Amz-Acl": ["private"]},
+        {"x-amz-grant-read": ['uri="http://acs.amazonaws.com/groups/global/AllUsers"']},
+        {"x-amz-grant-full-control": ["id=someone"]},
+        {"x-amz-object-lock-mode": ["COMPLIANCE"]},
+        {"x-amz-object-lock-legal-hold": ["ON"]},
+        {"x-amz-bypass-governance-retention": ["true"]},
+        {"x-amz-website-redirect-location": ["https://attacker.example/"]},
+        {"x-amz-storage-class": ["DEEP_ARCHIVE"]},
+        {"x-amz-tagging": ["a=b"]},
+        {"x-amz-server-side-encryption": ["aws:kms"]},
+        {"x-amz-server-side-encryption-aws-kms-key-id": ["arn:aws:kms:us-east-1:9:key/x"]},
+        {"x-amz-server-side-encryption-customer-algorithm": ["AES256"]},
+        {"x-amz-server-side-encryption": ["AES256", "aws:kms"]},
+        {"x-amz-mfa": ["x 1"]},
+        {"x-amz-something-new": ["1"]},
+    ):
+        assert not signed(uri, headers, "PUT"), headers
+    # What PyIceberg (botocore) and Iceberg-Java (SDK v2) S3FileIO send.
+    for headers in (
+        {
+            "x-amz-content-sha256": ["STREAMING-UNSIGNED-PAYLOAD-TRAILER"],
+            "x-amz-decoded-content-length": ["11"],
+            "x-amz-trailer": ["x-amz-checksum-crc32"],
+            "x-amz-sdk-checksum-algorithm": ["CRC32"],
+            "Content-Encoding": ["aws-chunked"],
+            "amz-sdk-invocation-id": ["1"],
+            "amz-sdk-request": ["attempt=1; max=3"],
+        },
+        {"x-amz-checksum-crc32": ["AAAAAA=="], "x-amz-meta-owner": ["t1"]},
+        {"x-amz-date": ["20260102T030405Z"], "x-amz-security-token": ["t"]},
+        {"x-amz-user-agent": ["aws-sdk-java"], "x-amz-request-payer": ["requester"]},
+        {"x-amz-expected-bucket-owner": ["123456789012"]},
+        {"x-amz-server-side-encryption": ["AES256"], "x-amz-storage-class": ["STANDARD"]},
+    ):
+        assert signed(uri, headers, "PUT"), headers
+    assert signed(uri, {"x-amz-checksum-mode": ["ENABLED"]}, "GET")

@@ -130,7 +130,7 @@ def test_listing_is_conditioned_on_the_prefix_and_locating_is_not() -> None:
     [listing] = [s for s in policy["Statement"] if s["Sid"] == "ListTablePrefix"]
     assert listing["Action"] == ["s3:ListBucket"]
     assert listing["Resource"] == ["arn:aws:s3:::lake"]
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["wh/ns/t1", "wh/ns/t1/*"]}}
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["wh/ns/t1/", "wh/ns/t1/*"]}}
     # GetBucketLocation requests carry no s3:prefix: under the condition it would be denied.
     [locate] = [s for s in policy["Statement"] if s["Sid"] == "LocateBucket"]
     assert locate["Action"] == ["s3:GetBucketLocation"]
@@ -152,6 +152,7 @@ def test_sibling_prefixes_are_never_matched(write: bool) -> None:
     [listing] = [s for s in policy["Statement"] if s["Sid"] == "ListTablePrefix"]
     patterns = listing["Condition"]["StringLike"]["s3:prefix"]
     assert not any(fnmatch.fnmatchcase("db/t10/", p) for p in patterns)
+    assert not any(fnmatch.fnmatchcase("db/t1", p) for p in patterns)  # lists db/t10/ too
     assert any(fnmatch.fnmatchcase("db/t1/metadata/", p) for p in patterns)
 
 
