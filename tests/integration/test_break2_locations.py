@@ -1,0 +1,174 @@
+"""Second-reader attacks (issue 31): storage access to files the caller holds no right on,
+by creating or registering a table of one's own on top of where another table's files
+still lie.
+
+A chosen table location is accepted when it overlaps no live or soft-dropped table. The
+files of an unregistered table, of a table dropped without purge, and of one whose purge
+has not run yet are in no table's location any more: a user with `create` in ANY
+namespace of the warehouse makes a table there, owns it, and is vended read-write
+credentials (or the signer) for the old table's data. The staged-create path refuses
+exactly this (`new_table_rights`: "it may lie on ... a dropped table's files"), the plain
+create, the assert-create commit and a set-location commit do not.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import SCHEMA
+from tests.integration.test_storage_rights import (  # noqa: F401 - fixtures
+    BUCKET,
+    VENDED,
+    Scene,
+    credentials_of,
+    key_of,
+    moto,
+    no_ambient_aws_credentials,
+    s3_client,
+    scene,
+)
+from tests.support.moto_server import client
+
+pytestmark = pytest.mark.attack
+
+MGMT = "/management/v1"
+
+
+def _victim_files(scene: Scene) -> tuple[str, str]:
+    """The victim table's location and its metadata file's key (alice's table ns.t)."""
+    loaded = scene.load(scene.alice, VENDED)
+    return loaded["metadata"]["location"], key_of(loaded["metadata-location"])
+
+
+def _sandbox(scene: Scene, who: Any) -> None:
+    """`who` gets a namespace of their own to create tables in; no right on ns or ns.t."""
+    scene.alice.ok("POST", scene.url("/namespaces"), {"namespace": ["sandbox"]})
+    nid = scene.alice.ok(
+        "GET", f"{MGMT}/warehouse/{scene.prefix}/namespace-id", params={"namespace": "sandbox"}
+    )["namespace-id"]
+    scene.grant(f"namespace/{nid}", "create", who)
+
+
+def _assert_cannot_read(scene: Scene, who: Any, key: str, answer: Any) -> None:
+    """Whatever `answer` handed out must not read the victim's file `key`."""
+    creds = credentials_of(answer)
+    if not creds:
+        return
+    s3 = s3_client(creds[0]["config"])
+    try:
+        body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    except Exception:  # noqa: BLE001 - refused by S3: what we want
+        return
+    pytest.fail(f"{who.id} read another table's file {key} ({len(body)} bytes)")
+
+
+def test_unregistered_tables_files_are_not_handed_to_a_creator_elsewhere(scene: Scene) -> None:
+    """alice unregisters ns.t (its files stay, as the spec says); erin, who may create
+    only in `sandbox` and never had a right on ns.t, makes sandbox.x AT ns.t's old
+    location and is vended read-write credentials over alice's files."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, metadata_key = _victim_files(scene)
+    gone = scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister"))
+    assert gone.status_code == 200, gone.text
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "x", "schema": SCHEMA, "location": location},
+        headers=VENDED,
+    )
+    if made.status_code != 200:
+        return  # refused: held
+    _assert_cannot_read(scene, erin, metadata_key, made.json())
+    loaded = erin("GET", scene.url("/namespaces/sandbox/tables/x"), headers=VENDED)
+    _assert_cannot_read(scene, erin, metadata_key, loaded.json())
+
+
+def test_a_namespace_wide_location_needs_no_table_id(scene: Scene) -> None:
+    """Not even the old table's id is needed: once ns holds no live table, a location at
+    ns's directory covers every file its dropped tables left."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, metadata_key = _victim_files(scene)
+    # A plain drop (no purge) of the only table in ns: Spark's DROP TABLE.
+    assert scene.alice("DELETE", scene.url("/namespaces/ns/tables/t")).status_code == 204
+    ns_dir = location.rsplit("/", 1)[0]
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "wide", "schema": SCHEMA, "location": ns_dir},
+        headers=VENDED,
+    )
+    if made.status_code != 200:
+        return
+    _assert_cannot_read(scene, erin, metadata_key, made.json())
+
+
+def test_a_pending_purge_is_defeated_by_a_table_at_its_location(scene: Scene) -> None:
+    """alice drops ns.t WITH purge; before the purge task runs, erin makes a table at
+    its location: she reads the files alice asked to delete, and the purge then skips
+    them (they lie inside another table's location now) - they are never deleted."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, metadata_key = _victim_files(scene)
+    dropped = scene.alice(
+        "DELETE", scene.url("/namespaces/ns/tables/t"), params={"purgeRequested": "true"}
+    )
+    assert dropped.status_code == 204, dropped.text
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "squat", "schema": SCHEMA, "location": location},
+        headers=VENDED,
+    )
+    assert made.status_code == 200, made.text  # (a refusal would hold: then no squat)
+    scene.authed.services.tasks.run_until_idle()
+    admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)
+    left = admin.list_objects_v2(Bucket=BUCKET, Prefix=key_of(location) + "/metadata/")
+    left_keys = [o["Key"] for o in left.get("Contents", [])]
+    assert metadata_key not in left_keys, "the purge alice asked for deleted nothing"
+    _assert_cannot_read(scene, erin, metadata_key, made.json())
+
+
+def test_set_location_onto_an_unregistered_tables_files(scene: Scene) -> None:
+    """The same through a commit: erin moves her own table onto the old location."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, metadata_key = _victim_files(scene)
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "mine", "schema": SCHEMA},
+    )
+    assert made.status_code == 200, made.text
+    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    moved = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables/mine"),
+        json={"requirements": [], "updates": [{"action": "set-location", "location": location}]},
+    )
+    if moved.status_code != 200:
+        return
+    loaded = erin("GET", scene.url("/namespaces/sandbox/tables/mine"), headers=VENDED)
+    assert loaded.status_code == 200, loaded.text
+    _assert_cannot_read(scene, erin, metadata_key, loaded.json())
+
+
+def test_register_the_unregistered_tables_own_metadata(scene: Scene) -> None:
+    """registerTable of the unregistered table's own metadata file into erin's sandbox."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    _, metadata_key = _victim_files(scene)
+    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    registered = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/register"),
+        json={"name": f"r{uuid.uuid4().hex[:6]}", "metadata-location": f"s3://{BUCKET}/{metadata_key}"},
+        headers=VENDED,
+    )
+    if registered.status_code != 200:
+        return
+    _assert_cannot_read(scene, erin, metadata_key, registered.json())
