@@ -19,7 +19,7 @@ from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, t
 from icelog.api.auth.authorizer import AllowAll, GrantAuthorizer
 from icelog.api.auth.token_endpoint import tokens
 from icelog.api.catalog_api import CATALOG_OPERATIONS, CONFIG
-from icelog.api.console import console_routes
+from icelog.api.console import ConsoleHeaders, console_routes
 from icelog.api.edge import serve
 from icelog.api.errors import catalog_error, error_response, http_error, unexpected_error
 from icelog.api.event_log import make_indexer
@@ -166,6 +166,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         timeout_s=settings.request_timeout_seconds,
         access_log=level_number(settings.log_level) <= logging.INFO,
     )
+    app.add_middleware(ConsoleHeaders)
     app.add_middleware(RawPathMiddleware)
     return app
 

@@ -50,6 +50,19 @@ def unauthenticated_refusal(settings: Settings, host: str) -> str | None:
     )
 
 
+def open_mode_warning(host: str) -> str:
+    """The start-up warning without an identity provider: loopback-only is a bind check,
+    not authentication."""
+    return (
+        "WARNING: authentication is OFF (no ICELOG_OPENID_PROVIDER_URI): every caller may do "
+        f"everything (allow-all), listening on {host}. Listening on loopback keeps out only "
+        "other machines: any process on this host can call icelog, and a reverse proxy, "
+        "tunnel or port forward on this host (nginx, ssh -L, kubectl port-forward, a "
+        "sidecar) hands that right to whoever reaches it. Set ICELOG_OPENID_PROVIDER_URI "
+        "before exposing icelog in any way (docs/auth.md)."
+    )
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -67,11 +80,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         print(f"icelog: {refusal}", file=sys.stderr)
         return 2
     if not settings.auth.enabled:
-        print(
-            "authentication: none (allow-all: every caller may do everything); "
-            "set ICELOG_OPENID_PROVIDER_URI to require tokens",
-            flush=True,
-        )
+        print(open_mode_warning(host), file=sys.stderr, flush=True)
     # Prepare the schema and the embedded defaults once, before any worker starts. SQLite:
     # migrated here (one command starts the catalog). PostgreSQL: an empty database is
     # initialised, an existing one is only ever upgraded by `icelog migrate`.

@@ -274,6 +274,21 @@ def _not_found_additions(document: dict[str, Any]) -> None:
             )
 
 
+def _rate_limit_addition(document: dict[str, Any]) -> None:
+    """The token endpoint answers 429 (with `Retry-After`) to a client address over its
+    rate (api/auth/token_endpoint.py); the spec lists no 429 for it."""
+    operation = document["paths"].get("/v1/oauth/tokens", {}).get("post")
+    if operation is not None:
+        operation["responses"].setdefault(
+            "429",
+            {
+                "description": "Too Many Requests - this client address asked too often; "
+                "retry after `Retry-After` seconds",
+                "content": {"application/json": {"schema": _ref("schemas", "OAuthError")}},
+            },
+        )
+
+
 def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
     """The Iceberg REST catalog spec restricted to the advertised ``endpoints``, with the
     S3 signer's route (`_signing_paths`)."""
@@ -284,6 +299,7 @@ def catalog_document(endpoints: Iterable[str] = ENDPOINTS) -> dict[str, Any]:
         document["components"][kind].update(found)
     _extension_operations(document)
     _not_found_additions(document)
+    _rate_limit_addition(document)
     missing = wanted - document_operations(document)
     if missing:
         raise ValueError(f"advertised endpoints missing from the spec: {sorted(missing)}")

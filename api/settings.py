@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlparse
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.locations import Location
+from icelog.domain.user_ids import parse_provider_entry
 from icelog.projections.secrets import SecretKeyError, parse_key
 
 PREFIX = "ICELOG_"
@@ -198,8 +199,11 @@ class AuthSettings:
     `ICELOG_ALLOW_UNAUTHENTICATED=true`."""
 
     # ICELOG_OPENID_PROVIDER_URI: one or more (comma-separated) OpenID providers, each with
-    # `/.well-known/openid-configuration`; the other settings apply to all of them.
+    # `/.well-known/openid-configuration`; the other settings apply to all of them. Each
+    # entry is `<uri>` (the default provider: user ids `oidc~<subject>`, at most one) or
+    # `<key>=<uri>` (user ids `<key>~<subject>`; ADR 0019).
     provider_uris: tuple[str, ...] = ()
+    provider_keys: tuple[str | None, ...] = ()  # one per provider_uris entry; None: default
     audiences: tuple[str, ...] = ()  # ICELOG_OPENID_AUDIENCE: a token needs one of them
     additional_issuers: tuple[str, ...] = ()  # ICELOG_OPENID_ADDITIONAL_ISSUERS
     subject_claims: tuple[str, ...] = ()  # ICELOG_OPENID_SUBJECT_CLAIM (default: oid, sub)
@@ -209,6 +213,12 @@ class AuthSettings:
     # ICELOG_CONSOLE_CLIENT_ID: the provider's public client the web console logs in with
     # (authorization code + PKCE); default: the first audience, else `icelog`.
     console_client_id: str = "icelog"
+    # ICELOG_TOKEN_RATE_PER_MINUTE: token endpoint requests per client address and minute
+    # (0: no limit).
+    token_rate_per_minute: int = 120
+    # ICELOG_CONSOLE_INSECURE_COOKIES: console cookies without `Secure`, for a console used
+    # over plain http (development on localhost only).
+    console_insecure_cookies: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -216,14 +226,11 @@ class AuthSettings:
 
     @classmethod
     def from_env(cls, get: Any) -> AuthSettings:
-        providers = _list(get("OPENID_PROVIDER_URI", ""))
-        for uri in providers:
-            parsed = urlparse(uri)
-            if parsed.scheme not in ("http", "https") or not parsed.hostname:
-                raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        keys, providers = _providers(_list(get("OPENID_PROVIDER_URI", "")))
         audiences = _list(get("OPENID_AUDIENCE", ""))
         return cls(
-            provider_uris=tuple(uri.rstrip("/") for uri in providers),
+            provider_uris=providers,
+            provider_keys=keys,
             audiences=audiences,
             additional_issuers=_list(get("OPENID_ADDITIONAL_ISSUERS", "")),
             subject_claims=_list(get("OPENID_SUBJECT_CLAIM", "")),
@@ -237,7 +244,39 @@ class AuthSettings:
                 get("METRICS_REQUIRE_TOKEN", "false"), PREFIX + "METRICS_REQUIRE_TOKEN"
             ),
             console_client_id=get("CONSOLE_CLIENT_ID", "") or (audiences or ("icelog",))[0],
+            console_insecure_cookies=_bool(
+                get("CONSOLE_INSECURE_COOKIES", "false"), PREFIX + "CONSOLE_INSECURE_COOKIES"
+            ),
+            token_rate_per_minute=_int(
+                get("TOKEN_RATE_PER_MINUTE", "120"), PREFIX + "TOKEN_RATE_PER_MINUTE", 0
+            ),
         )
+
+
+def _providers(entries: tuple[str, ...]) -> tuple[tuple[str | None, ...], tuple[str, ...]]:
+    """The keys and URIs of `[<key>=]<uri>` entries: at most one without a key (the
+    default provider), keys unique (ADR 0019)."""
+    keys: list[str | None] = []
+    uris: list[str] = []
+    for entry in entries:
+        try:
+            key, uri = parse_provider_entry(entry)
+        except ValueError as exc:
+            raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI: {exc}") from None
+        parsed = urlparse(uri)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise SettingsError(f"{PREFIX}OPENID_PROVIDER_URI must be http(s) URLs: {uri!r}")
+        if key in keys:
+            what = "more than one provider without a key (the default provider)"
+            if key is not None:
+                what = f"the provider key {key!r} twice"
+            raise SettingsError(
+                f"{PREFIX}OPENID_PROVIDER_URI names {what}: give each further provider its own "
+                "key as <key>=<uri> (docs/auth.md)"
+            )
+        keys.append(key)
+        uris.append(uri.rstrip("/"))
+    return tuple(keys), tuple(uris)
 
 
 def _list(value: str) -> tuple[str, ...]:

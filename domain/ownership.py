@@ -1,7 +1,7 @@
 """Grants that events begin and end without a grant event: which object a creation event
 makes its actor the owner of (Lakekeeper: creators own what they create; only identified
-users own, `anonymous` and `system` never do), and which grants end with the object or
-principal an event removes."""
+users of any provider own (domain/user_ids.py), `anonymous` and `system` never do), and
+which grants end with the object or principal an event removes."""
 
 from __future__ import annotations
 
@@ -13,15 +13,14 @@ from icelog.domain.project import Project
 from icelog.domain.role import Role
 from icelog.domain.table import Table
 from icelog.domain.user import User
+from icelog.domain.user_ids import is_user_id
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
-
-USER_PREFIX = "oidc~"
 
 
 def owned_by_creation(event: object) -> ObjectRef | None:
     actor = getattr(event, "actor", "")
-    if not isinstance(actor, str) or not actor.startswith(USER_PREFIX):
+    if not isinstance(actor, str) or not is_user_id(actor):
         return None
     oid = str(getattr(event, "originator_id", ""))
     if isinstance(event, (Table.Created, Table.Registered)):

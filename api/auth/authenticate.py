@@ -34,16 +34,18 @@ _KNOWN_FOR_S = 60.0
 
 def token_verifier(settings: AuthSettings) -> TokenVerifier:
     """One verifier for every configured provider, sharing the other settings."""
+    keys = settings.provider_keys or (None,) * len(settings.provider_uris)
     return TokenVerifier(
         [
             OidcProvider(
                 provider_uri=uri,
+                key=key,
                 audiences=settings.audiences,
                 additional_issuers=settings.additional_issuers,
                 subject_claims=settings.subject_claims,
                 leeway_seconds=settings.leeway_seconds,
             )
-            for uri in settings.provider_uris
+            for key, uri in zip(keys, settings.provider_uris, strict=True)
         ]
     )
 

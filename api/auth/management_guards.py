@@ -1,7 +1,7 @@
 """The right each management operation needs (by operation id). Every operation is listed:
 `SELF` marks the ones whose handlers check themselves (the permission and role routes, which
-need the object and the body together) or that any authenticated caller may use (who am I,
-the users list, bootstrap — refused once an admin exists)."""
+need the object and the body together; the user routes, where a user may read themself) or
+that any authenticated caller may use (who am I, bootstrap — refused once an admin exists)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def _project(request: Request, body: Any) -> ObjectRef:
         return ObjectRef("project", str(UUID(header)) if header else str(NIL_UUID))
     except ValueError:
         raise NotFoundError(f"Project does not exist: {header}") from None
+
+
+def project_of(request: Request) -> ObjectRef:
+    """The project a request names (path, else `x-project-id`, else the default)."""
+    return _project(request, None)
 
 
 def on_server(action: str) -> Guard:

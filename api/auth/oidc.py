@@ -6,8 +6,14 @@ once, then checks signatures and claims in-process. The token's (unverified) `is
 provider; PyJWT then checks signature, algorithm, issuer, audience and lifetime.
 
 Keys are cached. A token signed with a key id the cache does not know makes the verifier
-fetch the JWKS again (the IdP rotated its keys), at most once per 30 s per provider so a flood
-of made-up key ids cannot turn icelog into an amplifier against the IdP. The JWKS is also
+fetch the JWKS again (the IdP rotated its keys). A flood of made-up key ids can neither turn
+icelog into an amplifier against the IdP nor hold a real rotation back (issue 31 #6):
+unknown-kid refetches happen at most once per `UNKNOWN_KID_REFETCH_SECONDS` per provider,
+and a request whose kid arrives in between *waits* for the next one (one fetch answers
+everyone who arrived before it started) instead of being refused; a kid a refetch did not
+find is refused without fetching for `UNKNOWN_KID_MEMORY_SECONDS` (at most
+`MAX_UNKNOWN_KIDS` remembered, forgotten whenever a fetch brings a changed key set). The
+JWKS is also
 reloaded when it is an hour old, so a key the IdP withdrew stops being trusted. Network
 fetches run in a worker thread (never on the event loop) and one at a time per provider; a
 verification whose key is cached runs inline.
@@ -33,6 +39,7 @@ import jwt
 from jwt.types import Options
 
 from icelog.api.auth.principal import InvalidToken, Principal, principal_from_claims
+from icelog.domain.user_ids import subject_claim_order, valid_key
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -54,7 +61,9 @@ ASYMMETRIC_ALGORITHMS = (
     "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
 )  # fmt: skip
 
-UNKNOWN_KID_REFETCH_SECONDS = 30.0  # at most one JWKS refetch for unknown kids per window
+UNKNOWN_KID_REFETCH_SECONDS = 2.0  # unknown-kid refetches per provider: at most one per this
+UNKNOWN_KID_MEMORY_SECONDS = 30.0  # a kid a refetch did not find is refused this long at once
+MAX_UNKNOWN_KIDS = 1024
 FAILED_FETCH_RETRY_SECONDS = 5.0  # an unreachable IdP is asked again no sooner than this
 JWKS_MAX_AGE_SECONDS = 3600.0  # cached keys are reloaded after this, to drop withdrawn keys
 VERIFIED_FOR_SECONDS = 300.0  # a verified token is trusted again for this long (or to exp)
@@ -76,10 +85,14 @@ class OidcProvider:
     subject_claims: tuple[str, ...] = ()
     leeway_seconds: int = 60
     algorithms: tuple[str, ...] = ASYMMETRIC_ALGORITHMS
+    # None: the default provider (user ids `oidc~<subject>`); else `<key>~<subject>`.
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if urllib.parse.urlsplit(self.provider_uri).scheme not in ("https", "http"):
             raise ValueError("provider_uri must be an http(s) URL")
+        if self.key is not None and not valid_key(self.key):
+            raise ValueError("key must be 1-32 lower-case letters, digits or '-'")
         if not self.algorithms or not set(self.algorithms) <= set(ASYMMETRIC_ALGORITHMS):
             raise ValueError(f"algorithms must be a non-empty subset of {ASYMMETRIC_ALGORITHMS}")
         if self.leeway_seconds < 0:
@@ -165,6 +178,8 @@ class _ProviderState:
         self.keys: _KeySet | None = None
         self.keys_loaded_at = 0.0
         self.last_unknown_kid_fetch: float | None = None
+        self.fetches_started = 0  # JWKS fetches begun: which waiters a fetch answers
+        self.unknown_kids: dict[str | None, float] = {}  # kid -> when a fetch missed it
         self.retry_at = 0.0  # after a failed fetch, no new attempt before this time
         self.parsed: dict[tuple[str | None, str], jwt.PyJWK] = {}
         self._lock: asyncio.Lock | None = None
@@ -198,6 +213,10 @@ class TokenVerifier:
     ) -> None:
         """`clock` times the caches and retry windows; token lifetimes (`exp`, `nbf`, `iat`)
         are checked by PyJWT against the system clock."""
+        keys = [p.key for p in providers]
+        if len(set(keys)) != len(keys):
+            # Two providers minting the same ids would speak for each other's users.
+            raise ValueError("each provider needs its own key (at most one without a key)")
         self._states = [_ProviderState(p) for p in providers]
         self._fetch = fetch
         self._clock = clock
@@ -221,8 +240,13 @@ class TokenVerifier:
             raise InvalidToken("token is malformed")
         key = await self._signing_key(state, kid, algorithm)
         claims = _decode(token, state, key)
+        config = state.config
         principal = principal_from_claims(
-            claims, issuer=claims["iss"], subject_claims=state.config.subject_claims
+            claims,
+            issuer=claims["iss"],
+            subject_claims=config.subject_claims,
+            provider_key=config.key,
+            fallback_claims=subject_claim_order(config.provider_uri),
         )
         if len(self._verified) >= MAX_VERIFIED_TOKENS:
             self._verified.clear()
@@ -297,9 +321,9 @@ class TokenVerifier:
         known = state.keys.find(kid) is not None
         in_flight = state.lock().locked()
         if self._keys_fresh(state):
-            # An unknown kid refetches unless one did lately: a flood of made-up kids is
-            # refused at once, but a request arriving during a refetch waits for its result.
-            return not known and (in_flight or not self._refetch_throttled(state))
+            # An unknown kid refetches (or waits for the next refetch) unless a refetch
+            # lately missed this very kid: repeating a made-up kid costs nothing.
+            return not known and not self._missed_lately(state, kid)
         if self._clock() < state.retry_at:
             return False  # stale, but the IdP just failed: the old keys serve meanwhile
         # Stale keys are reloaded by one request; known kids need not queue behind it.
@@ -309,34 +333,51 @@ class TokenVerifier:
         age = self._clock() - state.keys_loaded_at
         return state.keys is not None and age < JWKS_MAX_AGE_SECONDS
 
-    def _refetch_throttled(self, state: _ProviderState) -> bool:
-        """True while keys are fresh and an unknown kid already caused a refetch lately."""
-        last = state.last_unknown_kid_fetch
-        recent = last is not None and self._clock() - last < UNKNOWN_KID_REFETCH_SECONDS
-        return self._keys_fresh(state) and recent
+    def _missed_lately(self, state: _ProviderState, kid: str | None) -> bool:
+        missed = state.unknown_kids.get(kid)
+        return missed is not None and self._clock() - missed < UNKNOWN_KID_MEMORY_SECONDS
+
+    def _remember_missed(self, state: _ProviderState, kid: str | None) -> None:
+        state.unknown_kids.pop(kid, None)
+        state.unknown_kids[kid] = self._clock()
+        while len(state.unknown_kids) > MAX_UNKNOWN_KIDS:
+            del state.unknown_kids[next(iter(state.unknown_kids))]  # the oldest
 
     async def _refresh_keys(self, state: _ProviderState, kid: str | None) -> None:
+        arrived = state.fetches_started
         async with state.lock():
             fresh = self._keys_fresh(state)
             if fresh and state.keys and state.keys.find(kid) is not None:
                 return  # another request fetched the key while this one waited
-            if self._refetch_throttled(state):
+            if fresh and (state.fetches_started != arrived or self._missed_lately(state, kid)):
+                # A fetch begun after this request arrived did not find its kid.
+                self._remember_missed(state, kid)
                 return
-            now = self._clock()
-            if fresh:
-                state.last_unknown_kid_fetch = now
             if state.discovery is None:  # cannot be: _provider_for discovered it
                 raise IdentityProviderUnavailable("identity provider is unavailable")
+            if fresh:
+                # Wait for this provider's next unknown-kid slot; whoever arrives meanwhile
+                # queues on the lock and is answered by this one fetch.
+                last = state.last_unknown_kid_fetch
+                wait = 0.0 if last is None else last + UNKNOWN_KID_REFETCH_SECONDS - self._clock()
+                if wait > 0:
+                    await asyncio.sleep(min(wait, UNKNOWN_KID_REFETCH_SECONDS))
+                state.last_unknown_kid_fetch = self._clock()
+            now = self._clock()
+            state.fetches_started += 1
             try:
-                state.keys = await self._fetch_document(
-                    state, state.discovery.jwks_uri, _parse_jwks
-                )
+                keys = await self._fetch_document(state, state.discovery.jwks_uri, _parse_jwks)
             except IdentityProviderUnavailable:
                 if state.keys is None:
                     raise
                 return  # keys we already have stay usable while the IdP is down
+            if state.keys is None or keys.by_kid.keys() != state.keys.by_kid.keys():
+                state.unknown_kids.clear()  # a changed key set: every kid may be new now
+            state.keys = keys
             state.keys_loaded_at = now
             state.parsed.clear()
+            if fresh and keys.find(kid) is None:
+                self._remember_missed(state, kid)
 
     async def _fetch_document(
         self, state: _ProviderState, url: str, parse: Callable[[dict[str, Any]], T]

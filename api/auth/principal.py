@@ -4,8 +4,11 @@ Pure: no I/O. The claims given here must already be verified (signature, issuer,
 lifetime); this module only decides the user id, name, email and kind of user.
 
 - id: the first present of the configured `subject_claims` (exactly one configured: it must
-  be present; several configured and none present: fall through), else `oid` (unique across
-  applications in Entra ID, unlike `sub`), else `sub`; as `oidc~<id>`.
+  be present; several configured and none present: fall through), else the provider's
+  `fallback_claims` (`oid` then `sub` for Entra ID, where `oid` is unique across
+  applications and `sub` is not; `sub` for every other provider); as `oidc~<subject>` for
+  the default provider and `<key>~<subject>` for the one configured with `<key>`
+  (domain/user_ids.py, ADR 0019).
 - name: `name`, else `given_name`/`first_name` + `family_name`/`last_name`, else
   `app_displayname`, else `preferred_username`, else `Nameless App with ID oidc~<id>`.
 - email: `email`, else `upn` or `preferred_username` when it holds an `@`.
@@ -20,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-USER_ID_PREFIX = "oidc~"
+from icelog.domain.user_ids import user_id
+
 MAX_SUBJECT_CHARS = 256
 MAX_NAME_CHARS = 512
 MAX_EMAIL_CHARS = 512
@@ -35,7 +39,7 @@ class InvalidToken(Exception):
 
 @dataclass(frozen=True)
 class Principal:
-    user_id: str  # "oidc~<subject>"
+    user_id: str  # "oidc~<subject>" or "<provider key>~<subject>"
     name: str
     email: str | None
     user_type: Literal["human", "application"]
@@ -43,21 +47,29 @@ class Principal:
 
 
 def principal_from_claims(
-    claims: Mapping[str, Any], *, issuer: str, subject_claims: Sequence[str] = ()
+    claims: Mapping[str, Any],
+    *,
+    issuer: str,
+    subject_claims: Sequence[str] = (),
+    provider_key: str | None = None,
+    fallback_claims: Sequence[str] = ("sub",),
 ) -> Principal:
-    """The principal of verified `claims`; `InvalidToken` when no usable subject is found."""
-    user_id = USER_ID_PREFIX + _subject(claims, subject_claims)
+    """The principal of verified `claims` from the provider with `provider_key` (None: the
+    default provider); `InvalidToken` when no usable subject is found."""
+    found = user_id(provider_key, _subject(claims, subject_claims, fallback_claims))
     email = _email(claims)
     return Principal(
-        user_id=user_id,
-        name=_name(claims) or f"Nameless App with ID {user_id}",
+        user_id=found,
+        name=_name(claims) or f"Nameless App with ID {found}",
         email=email,
         user_type="human" if any(_text(claims, c) for c in _HUMAN_CLAIMS) else "application",
         issuer=issuer,
     )
 
 
-def _subject(claims: Mapping[str, Any], subject_claims: Sequence[str]) -> str:
+def _subject(
+    claims: Mapping[str, Any], subject_claims: Sequence[str], fallback_claims: Sequence[str]
+) -> str:
     for claim in subject_claims:
         if claims.get(claim) is not None:
             return _valid_subject(claims[claim])
@@ -65,7 +77,7 @@ def _subject(claims: Mapping[str, Any], subject_claims: Sequence[str]) -> str:
         # One configured claim is a contract with the IdP: falling back to `sub` would
         # silently give the same person a second identity.
         raise InvalidToken("token lacks the configured subject claim")
-    for claim in ("oid", "sub"):
+    for claim in fallback_claims:
         if claims.get(claim) is not None:
             return _valid_subject(claims[claim])
     raise InvalidToken("token has no subject")

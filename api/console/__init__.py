@@ -8,10 +8,43 @@ from pathlib import Path
 
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from icelog.api.console import access, pages
 
 STATIC = Path(__file__).parent / "static"
+
+
+# Every answer under /ui: never inside another site's frame (clickjacking), no type sniffing,
+# and the console's URLs (which may carry a login's code) not sent to other sites.
+CONSOLE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
+class ConsoleHeaders:
+    """ASGI middleware: `CONSOLE_HEADERS` on every `/ui` answer (pages, redirects, assets)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path != "/ui" and not path.startswith("/ui/"):
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {bytes(name).lower() for name, _ in message.get("headers", [])}
+                extra = [h for h in CONSOLE_HEADERS if h[0] not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def console_routes() -> list[BaseRoute]:
@@ -47,7 +80,8 @@ def console_routes() -> list[BaseRoute]:
         Route("/ui/login", pages.login, methods=["GET"]),
         Route("/ui/login/start", pages.login_start, methods=["GET"]),
         Route("/ui/callback", pages.callback, methods=["GET"], name="console-callback"),
-        Route("/ui/logout", pages.logout, methods=["GET", "POST"]),
+        # POST only, from the console's own pages (a cross-site form cannot log anyone out).
+        Route("/ui/logout", pages.logout, methods=["POST"]),
         Mount("/ui/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
         Route("/ui/{rest:path}", pages.not_found, methods=["GET", "POST"]),
     ]

@@ -60,7 +60,11 @@ class Target:
 async def _people(request: Request, project_id: str | None) -> dict[str, Any]:
     """Users and the project's roles, to name holders and fill the grant form (each part
     may be refused on its own)."""
-    users, users_error = await attempt(call(request, "listUsers", query={"pageSize": PEOPLE_LIMIT}))
+    # The project's security admins may search users there (api/routes/users.py).
+    project = {"x-project-id": project_id} if project_id is not None else {}
+    users, users_error = await attempt(
+        call(request, "listUsers", query={"pageSize": PEOPLE_LIMIT}, headers=project)
+    )
     roles, roles_error = (None, None)
     if project_id is not None:
         roles, roles_error = await attempt(

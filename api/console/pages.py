@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
+from icelog.api.auth.provider_calls import ProviderBusy
 from icelog.api.console import history, session
 from icelog.api.console.calls import ApiError, call, namespace_segment
 from icelog.api.http import ascii_int
@@ -781,7 +782,7 @@ async def login_start(request: Request) -> Response:
         return RedirectResponse("/ui/projects", status_code=303)
     try:
         return await session.start(request)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, ProviderBusy) as exc:
         error = ApiError(503, "ServiceUnavailableException", f"The identity provider: {exc}")
         return error_page(request, error)
 
@@ -799,4 +800,9 @@ async def callback(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
-    return session.signed_out("/ui/login?reason=out")
+    """POST only, and only from the console's own pages: a cross-site form must not log the
+    user out (the session cookie's SameSite=Lax does not stop a Set-Cookie that deletes it)."""
+    if not _same_origin(request) or request.headers.get("sec-fetch-site") == "cross-site":
+        _plain(request)
+        return error_page(request, ApiError(403, "ForbiddenException", "A form from another site"))
+    return session.signed_out(request, "/ui/login?reason=out")

@@ -14,7 +14,6 @@ S256 challenge; `state` is checked against the login cookie set when the login s
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import secrets
@@ -29,7 +28,8 @@ from starlette.responses import RedirectResponse, Response
 from icelog.api.auth.authenticate import provision
 from icelog.api.auth.oidc import IdentityProviderUnavailable, TokenVerifier, fetch_url
 from icelog.api.auth.principal import InvalidToken
-from icelog.api.auth.token_endpoint import forward
+from icelog.api.auth.provider_calls import ProviderBusy
+from icelog.api.auth.token_endpoint import forward, provider_calls
 
 SESSION = "icelog_console"
 LOGIN = "icelog_console_login"
@@ -88,7 +88,8 @@ async def _discovery(request: Request) -> dict[str, Any]:
     if cached is not None and time.monotonic() - cached[0] < _DISCOVERY_SECONDS:
         return cached[1]
     url = uri.rstrip("/") + "/.well-known/openid-configuration"
-    document = orjson.loads(await asyncio.to_thread(fetch_url, url))
+    # In the provider pool (api/auth/provider_calls.py): ProviderBusy when it is full.
+    document = orjson.loads(await provider_calls(request).run(fetch_url, url))
     if not isinstance(document, dict) or not document.get("authorization_endpoint"):
         raise ValueError("the provider's discovery document names no authorization_endpoint")
     _discovered[uri] = (time.monotonic(), document)
@@ -139,7 +140,7 @@ async def start(request: Request) -> Response:
         path="/ui",
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     return response
 
@@ -160,7 +161,10 @@ async def finish(request: Request) -> tuple[str, int, str]:
     code = request.query_params.get("code", "")
     if not code or not secrets.compare_digest(str(held.get("state", "")), state):
         raise LoginNeeded("The login's state does not match; try again.")
-    document = await _discovery(request)
+    try:
+        document = await _discovery(request)
+    except (OSError, ValueError, ProviderBusy) as exc:
+        raise LoginNeeded(f"The identity provider cannot be reached: {exc}") from None
     form = urlencode(
         {
             "grant_type": "authorization_code",
@@ -170,7 +174,12 @@ async def finish(request: Request) -> tuple[str, int, str]:
             "code_verifier": held.get("verifier", ""),
         }
     ).encode()
-    status, answer = await asyncio.to_thread(forward, document["token_endpoint"], form, None)
+    try:
+        status, answer = await provider_calls(request).run(
+            forward, document["token_endpoint"], form, None
+        )
+    except ProviderBusy as exc:
+        raise LoginNeeded(f"The identity provider cannot be reached: {exc}") from None
     if status != 200:
         reason = answer.get("error_description") or answer.get("error") or status
         raise LoginNeeded(f"The identity provider did not issue a token: {reason}")
@@ -195,13 +204,23 @@ def signed_in(request: Request, token: str, lifetime: int, to: str) -> Response:
         path="/ui",
         httponly=True,
         samesite="lax",
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     response.delete_cookie(LOGIN, path="/ui")
     return response
 
 
-def signed_out(to: str) -> Response:
+def signed_out(request: Request, to: str) -> Response:
     response = RedirectResponse(to, status_code=303)
-    response.delete_cookie(SESSION, path="/ui")
+    response.delete_cookie(
+        SESSION, path="/ui", httponly=True, samesite="lax", secure=secure_cookies(request)
+    )
     return response
+
+
+def secure_cookies(request: Request) -> bool:
+    """Cookies are `Secure` unless `ICELOG_CONSOLE_INSECURE_COOKIES=true` (plain-http
+    development) — never guessed from the scheme icelog sees, which a TLS-terminating proxy
+    hides."""
+    insecure = request.app.state.services.settings.auth.console_insecure_cookies
+    return not insecure or request.url.scheme == "https"

@@ -10,7 +10,7 @@ from icelog.api.edge import Body, Query
 from icelog.api.models.management import Answer, Timestamp
 
 UserType = Literal["human", "application"]
-UserId = Annotated[StrictStr, Field(min_length=1, max_length=300, pattern=r"^[a-z0-9-]+~\S+$")]
+UserId = Annotated[StrictStr, Field(min_length=1, max_length=300, pattern=r"^[a-z0-9_-]+~\S+$")]
 Text = Annotated[StrictStr, Field(min_length=1, max_length=512)]
 
 

@@ -8,7 +8,8 @@ import orjson
 from starlette.requests import Request
 
 from icelog.api.auth.authorizer import SERVER
-from icelog.api.auth.guards import require
+from icelog.api.auth.guards import may, require
+from icelog.api.auth.management_guards import project_of
 from icelog.api.auth.principal import Principal
 from icelog.api.http import context, path_param
 from icelog.api.models.users import (
@@ -20,7 +21,7 @@ from icelog.api.models.users import (
 )
 from icelog.api.routes import services
 from icelog.commands.users import BY_CALL, BY_CREATE_ENDPOINT, BY_UPDATE_ENDPOINT, UserFacts
-from icelog.domain.errors import BadRequestError, NoSuchUserError
+from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchUserError
 from icelog.projections.queries import decode_token, encode_token
 
 
@@ -45,7 +46,21 @@ def whoami(request: Request) -> User:
     return _user(request, principal.user_id)
 
 
+def _may_read_directory(request: Request) -> None:
+    """Users, their names and e-mails are the server admin's to read (`list_users`), and
+    the grant-givers' of a project (`read_assignments` there, i.e. its security and project
+    admins), who must find whom to grant to; nobody else's (issue 31 #5)."""
+    if not request.app.state.authorizer.enabled:
+        return
+    if may(request, SERVER, "list_users") or may(request, project_of(request), "read_assignments"):
+        return
+    raise ForbiddenError(
+        "Not allowed to list_users: the server's admin, or a project's security admin, may"
+    )
+
+
 def list_users(request: Request, query: ListUsersQuery) -> ListUsersResponse:
+    _may_read_directory(request)
     after = _after(query.page_token) if query.page_token else None
     rows = services(request).queries.users(
         name=query.name, ids=None, after=after, limit=query.page_size + 1
@@ -68,11 +83,18 @@ def _after(token: str) -> tuple[str, str]:
 
 
 def get_user(request: Request) -> User:
-    return _user(request, path_param(request, "user_id"))
+    """A user reads themself; anyone else needs the directory's right."""
+    user_id = path_param(request, "user_id")
+    principal = _principal(request)
+    if principal is None or principal.user_id != user_id:
+        _may_read_directory(request)
+    return _user(request, user_id)
 
 
 def create_user(request: Request, body: CreateUserRequest) -> User:
-    """Without an id, the caller from their token; with one, any user (name required)."""
+    """Without an id, the caller from their token; with one, any user (name required).
+    Only the server admin records a user other than as their token names them: someone
+    else, or the caller under another name, e-mail or type (issue 31 #5)."""
     principal = _principal(request)
     if body.id is None:
         if principal is None:
@@ -87,12 +109,14 @@ def create_user(request: Request, body: CreateUserRequest) -> User:
     else:
         if body.name is None:
             raise BadRequestError("name is required with an id")
-        someone_else = body.id != (principal.user_id if principal else None)
-        if someone_else and request.app.state.authorizer.enabled:
-            # Recording someone else is the server admin's (Lakekeeper: provision_users).
-            require(request, SERVER, "provision_users")
         facts = UserFacts(body.id, body.name, body.email, body.user_type or "human")
         how = BY_CREATE_ENDPOINT
+    as_token_says = principal is not None and facts == UserFacts(
+        principal.user_id, principal.name, principal.email, principal.user_type
+    )
+    if not as_token_says and request.app.state.authorizer.enabled:
+        # Lakekeeper: provision_users, the server admin's.
+        require(request, SERVER, "provision_users")
     svc = services(request)
     exists = svc.primary.user(facts.user_id) is not None
     if not exists or body.update_if_exists:

@@ -532,6 +532,9 @@ def secured(catalog_server_factory: ServerFactory, idp: TestIdentityProvider) ->
             "ICELOG_OPENID_PROVIDER_URI": idp.uri,
             "ICELOG_OPENID_AUDIENCE": "icelog",
             "ICELOG_OPENID_LEEWAY_SECONDS": "0",
+            # The browser reaches this server over plain http (cookies are Secure by
+            # default: tests/integration/test_console_attacks.py).
+            "ICELOG_CONSOLE_INSECURE_COOKIES": "true",
         },
     )
     answer = httpx.post(
@@ -564,7 +567,7 @@ def test_log_in_with_the_identity_provider(
         expect(page.locator("h1")).to_have_text("Project default")
         # The API itself still wants a bearer token: the session is the console's only.
         assert httpx.get(f"{secured.base}/management/v1/project-list").status_code == 401
-        page.goto("/ui/logout")
+        page.locator("[data-logout] button").click()  # a same-site POST
         expect(page.locator("[data-reason]")).to_have_text("You logged out.")
         page.goto("/ui/projects")
         expect(page.locator("[data-reason]")).to_have_text("Log in to use the console.")

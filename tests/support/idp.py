@@ -78,6 +78,7 @@ class TestIdentityProvider:
         self.jwks_requests = 0
         self.discovery_requests = 0
         self.token_requests = 0
+        self.last_token_form: dict[str, list[str]] = {}  # what the last POST /token carried
         self.default_audience = "icelog"
         # Browser logins (authorization code + PKCE, the web console's): `/authorize` signs
         # this user in at once, without a form, with a token living `login_expires_in` s.
@@ -444,6 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
             idp.token_requests += 1
         length = int(self.headers.get("Content-Length") or 0)
         form = urllib.parse.parse_qs(self.rfile.read(length).decode(), keep_blank_values=True)
+        with idp._lock:
+            idp.last_token_form = form
         try:
             self._json(200, idp.token_response(form, self._basic_credentials()))
         except OAuthError as error:

@@ -139,7 +139,7 @@ def test_expiry_within_the_leeway_is_accepted(idp: TestIdentityProvider) -> None
 def test_an_integer_subject_and_configured_subject_claims(idp: TestIdentityProvider) -> None:
     assert verify(verifier(idp), idp.sign(claims_of(idp) | {"sub": 4711})).user_id == "oidc~4711"
     token = idp.issue(extra_claims={"oid": "object-1", "employee_id": "e-7"})
-    assert verify(verifier(idp), token).user_id == "oidc~object-1"
+    assert verify(verifier(idp), token).user_id == "oidc~alice"  # not Entra: `sub`
     assert verify(verifier(idp, subject_claims=("employee_id",)), token).user_id == "oidc~e-7"
     assert "configured subject" in str(refused(verifier(idp, subject_claims=("nope",)), token))
 
@@ -258,7 +258,7 @@ def test_additional_issuers_are_accepted(idp: TestIdentityProvider) -> None:
 
 def test_several_providers_each_verify_their_own_tokens() -> None:
     with TestIdentityProvider() as first, TestIdentityProvider(path="/eks") as second:
-        v = TokenVerifier([OidcProvider(first.uri), OidcProvider(second.uri)])
+        v = TokenVerifier([OidcProvider(first.uri), OidcProvider(second.uri, key="eks")])
         assert verify(v, first.issue("alice")).issuer == first.issuer
         assert verify(v, second.issue("pod")).issuer == second.issuer
         # A token claiming one IdP but signed by the other's key is no token of either.
@@ -269,10 +269,36 @@ def test_several_providers_each_verify_their_own_tokens() -> None:
 
 def test_an_unreachable_provider_does_not_block_the_others(idp: TestIdentityProvider) -> None:
     dead = OidcProvider("http://127.0.0.1:9")  # the discard port: connection refused
-    v = TokenVerifier([dead, OidcProvider(idp.uri)])
-    assert verify(v, idp.issue("alice")).user_id == "oidc~alice"
+    v = TokenVerifier([dead, OidcProvider(idp.uri, key="second")])
+    assert verify(v, idp.issue("alice")).user_id == "second~alice"
     error = refused(v, idp.issue(extra_claims={"iss": "https://unknown.example"}))
     assert isinstance(error, IdentityProviderUnavailable)
+
+
+@pytest.mark.attack
+def test_a_second_provider_cannot_mint_the_first_providers_users() -> None:
+    """Issue 31 #4: provider B's token naming A's admin's subject is B's user, not A's."""
+    with TestIdentityProvider() as first, TestIdentityProvider(path="/b") as second:
+        v = TokenVerifier([OidcProvider(first.uri), OidcProvider(second.uri, key="partner")])
+        assert verify(v, first.issue("admin")).user_id == "oidc~admin"
+        assert verify(v, second.issue("admin")).user_id == "partner~admin"
+        # Subjects that try to spell the other form stay inside their provider's ids.
+        assert verify(v, second.issue("~admin")).user_id == "partner~~admin"
+        assert verify(v, first.issue("partner~admin")).user_id == "oidc~partner~admin"
+
+
+@pytest.mark.attack
+def test_oid_is_the_subject_only_for_entra(idp: TestIdentityProvider) -> None:
+    """A non-Entra token's `oid` is a claim like any other: `sub` names the user."""
+    token = idp.issue("alice", extra_claims={"oid": "the-admins-object-id"})
+    assert verify(verifier(idp), token).user_id == "oidc~alice"
+
+
+def test_two_providers_with_one_key_are_refused(idp: TestIdentityProvider) -> None:
+    with pytest.raises(ValueError, match="own key"):
+        TokenVerifier([OidcProvider(idp.uri), OidcProvider(idp.uri + "/x")])
+    with pytest.raises(ValueError, match="own key"):
+        TokenVerifier([OidcProvider(idp.uri, key="a"), OidcProvider(idp.uri + "/x", key="a")])
 
 
 def test_an_unknown_issuer_with_every_provider_up(idp: TestIdentityProvider) -> None:
@@ -311,24 +337,49 @@ def test_after_rotation_the_new_kid_verifies_with_one_refetch(idp: TestIdentityP
     assert idp.jwks_requests == 2
 
 
-def test_a_flood_of_unknown_kids_refetches_once_per_window(idp: TestIdentityProvider) -> None:
+def test_a_flood_of_unknown_kids_causes_few_refetches(idp: TestIdentityProvider) -> None:
     clock = FakeClock()
     v = verifier(idp, clock=clock)
     verify(v, idp.issue())
     assert idp.jwks_requests == 1
     stranger = new_rsa_key()
-    for _ in range(50):
-        token = idp.sign(claims_of(idp), kid=secrets.token_hex(8), private_key=stranger)
-        assert "signing key is unknown" in str(refused(v, token))
-    assert idp.jwks_requests == 2  # the first unknown kid refetched; the other 49 did not
+    made_up = [
+        idp.sign(claims_of(idp), kid=secrets.token_hex(8), private_key=stranger) for _ in range(50)
+    ]
 
-    # A real rotation inside the window waits for it to pass (the price of the limit).
+    async def all_at_once() -> list[BaseException | Principal]:
+        return await asyncio.gather(*(v.verify(t) for t in made_up), return_exceptions=True)
+
+    answers = asyncio.run(all_at_once())
+    assert all("signing key is unknown" in str(a) for a in answers)
+    # One refetch for the first, one (a slot later) for all that came while it ran.
+    assert idp.jwks_requests <= 3
+    fetched = idp.jwks_requests
+    for token in made_up:  # the same made-up kids again: refused without fetching
+        assert "signing key is unknown" in str(refused(v, token))
+    assert idp.jwks_requests == fetched
+
+
+@pytest.mark.attack
+def test_a_made_up_kid_does_not_hold_back_a_real_rotation(idp: TestIdentityProvider) -> None:
+    """Issue 31 #6: a made-up kid just before a rotation used to block refetches for 30 s."""
+    clock = FakeClock()
+    v = verifier(idp, clock=clock)
+    verify(v, idp.issue())
+    stranger = new_rsa_key()
+    attack = idp.sign(claims_of(idp), kid="made-up", private_key=stranger)
+    assert "signing key is unknown" in str(refused(v, attack))
+    assert idp.jwks_requests == 2
     idp.rotate_keys()
     new = idp.issue("bob")
-    assert "unknown" in str(refused(v, new))
-    clock.advance(31)
-    assert verify(v, new).user_id == "oidc~bob"
+    started = time.monotonic()
+    assert verify(v, new).user_id == "oidc~bob"  # waits for the next slot, then fetches
+    assert time.monotonic() - started < 5
     assert idp.jwks_requests == 3
+    # A changed key set forgets the missed kids; the made-up one is looked up again later.
+    clock.advance(3)
+    assert "signing key is unknown" in str(refused(v, attack))
+    assert idp.jwks_requests == 4
 
 
 def test_concurrent_requests_with_a_new_kid_cause_one_fetch(idp: TestIdentityProvider) -> None:

@@ -25,13 +25,26 @@ def test_sub_is_the_id_and_the_issuer_is_kept() -> None:
     assert p.issuer == ISS
 
 
-def test_oid_is_preferred_over_sub() -> None:
-    assert principal({"sub": "pairwise-1", "oid": "object-9"}).user_id == "oidc~object-9"
+def test_oid_is_preferred_over_sub_only_where_the_provider_says_so() -> None:
+    claims = {"sub": "pairwise-1", "oid": "object-9"}
+    assert principal(claims).user_id == "oidc~pairwise-1"
+    entra = principal_from_claims(claims, issuer=ISS, fallback_claims=("oid", "sub"))
+    assert entra.user_id == "oidc~object-9"
+
+
+def test_a_keyed_provider_has_its_own_ids() -> None:
+    found = principal_from_claims({"sub": "alice"}, issuer=ISS, provider_key="corp")
+    assert found.user_id == "corp~alice"
+    assert found.name == "Nameless App with ID corp~alice"
 
 
 def test_a_configured_subject_claim_wins_over_oid_and_sub() -> None:
     claims = {"sub": "s", "oid": "o", "email": "carol@example.com"}
     assert principal(claims, "email").user_id == "oidc~carol@example.com"
+    entra = principal_from_claims(
+        claims, issuer=ISS, subject_claims=("email",), fallback_claims=("oid", "sub")
+    )
+    assert entra.user_id == "oidc~carol@example.com"
 
 
 def test_a_single_configured_subject_claim_must_be_present() -> None:
@@ -44,8 +57,13 @@ def test_several_subject_claims_are_tried_in_order() -> None:
     assert principal(claims, "missing", "employee_id", "upn").user_id == "oidc~e-7"
 
 
-def test_several_subject_claims_none_present_fall_back_to_oid_then_sub() -> None:
-    assert principal({"sub": "s", "oid": "o"}, "a", "b").user_id == "oidc~o"
+def test_several_subject_claims_none_present_fall_back_to_the_providers_claims() -> None:
+    assert principal({"sub": "s", "oid": "o"}, "a", "b").user_id == "oidc~s"
+    entra = principal_from_claims(
+        {"sub": "s", "oid": "o"}, issuer=ISS, subject_claims=("a", "b"),
+        fallback_claims=("oid", "sub"),
+    )  # fmt: skip
+    assert entra.user_id == "oidc~o"
     assert principal({"sub": "s"}, "a", "b").user_id == "oidc~s"
 
 
@@ -169,7 +187,8 @@ def test_entra_user_token() -> None:
         "upn": "max@example.com",
         "app_displayname": "Lakekeeper UI",
     }
-    assert principal(claims) == Principal(
+    entra = principal_from_claims(claims, issuer=ISS, fallback_claims=("oid", "sub"))
+    assert entra == Principal(
         user_id="oidc~f40f8462-da7f-457c-bd8c-d9e5639d2975",
         name="Max van Kampen",
         email="max@example.com",
