@@ -453,15 +453,21 @@ class CatalogQueries:
 
     def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
         """A tabular whose location equals, contains or is contained in `location`: live
-        ones, and soft-dropped ones too, whose files are still there to be undropped."""
-        overlaps, params = location_overlap.clause(self.dialect, location)
-        for table, label in (("icelog_tabulars", ""), ("icelog_deleted_tabulars", " (dropped)")):
-            r = self.row(
-                f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND {overlaps} LIMIT 1",
-                (warehouse_id, *params),
-            )
-            if r is not None:
-                return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
+        ones, and soft-dropped ones too, whose files are still there to be undropped.
+        `location` is looked up as written and percent-decoded (`location_overlap.spellings`)."""
+        for at in location_overlap.spellings(location):
+            overlaps, params = location_overlap.clause(self.dialect, at)
+            for table, label in (
+                ("icelog_tabulars", ""),
+                ("icelog_deleted_tabulars", " (dropped)"),
+            ):
+                r = self.row(
+                    f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND {overlaps} "
+                    "LIMIT 1",
+                    (warehouse_id, *params),
+                )
+                if r is not None:
+                    return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
         return None
 
     def namespace_contents(self, warehouse_id: str, ns_key: str) -> dict[str, int]:
