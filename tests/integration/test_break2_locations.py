@@ -73,6 +73,16 @@ def _assert_cannot_read(scene: Scene, who: Any, key: str, answer: Any) -> None:
     )
 
 
+def _assert_files_held(answer: Any) -> None:
+    """The fix (issue 31): a location that already holds files takes `modify` on the
+    warehouse; anyone else is refused 409, naming no table."""
+    assert answer.status_code == 409, answer.text
+    error = answer.json()["error"]
+    assert error["type"] == "LocationAlreadyTakenException", error
+    assert "already holds files" in error["message"], error
+    assert ".t" not in error["message"].split("already holds files")[1], error
+
+
 def test_unregistered_tables_files_are_not_handed_to_a_creator_elsewhere(scene: Scene) -> None:
     """alice unregisters ns.t (its files stay, as the spec says); erin, who may create
     only in `sandbox` and never had a right on ns.t, makes sandbox.x AT ns.t's old
@@ -88,6 +98,7 @@ def test_unregistered_tables_files_are_not_handed_to_a_creator_elsewhere(scene: 
         json={"name": "x", "schema": SCHEMA, "location": location},
         headers=VENDED,
     )
+    _assert_files_held(made)
     if made.status_code != 200:
         return  # refused: held
     _assert_cannot_read(scene, erin, metadata_key, made.json())
@@ -110,6 +121,7 @@ def test_a_namespace_wide_location_needs_no_table_id(scene: Scene) -> None:
         json={"name": "wide", "schema": SCHEMA, "location": ns_dir},
         headers=VENDED,
     )
+    _assert_files_held(made)
     if made.status_code != 200:
         return
     _assert_cannot_read(scene, erin, metadata_key, made.json())
@@ -132,13 +144,14 @@ def test_a_pending_purge_is_defeated_by_a_table_at_its_location(scene: Scene) ->
         json={"name": "squat", "schema": SCHEMA, "location": location},
         headers=VENDED,
     )
-    assert made.status_code == 200, made.text  # (a refusal would hold: then no squat)
+    _assert_files_held(made)  # refused: no squat, and the purge must delete everything
     scene.authed.services.tasks.run_until_idle()
     admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)
     left = admin.list_objects_v2(Bucket=BUCKET, Prefix=key_of(location) + "/metadata/")
     left_keys = [o["Key"] for o in left.get("Contents", [])]
     assert metadata_key not in left_keys, "the purge alice asked for deleted nothing"
-    _assert_cannot_read(scene, erin, metadata_key, made.json())
+    if made.status_code == 200:
+        _assert_cannot_read(scene, erin, metadata_key, made.json())
 
 
 def test_set_location_onto_an_unregistered_tables_files(scene: Scene) -> None:
@@ -158,6 +171,7 @@ def test_set_location_onto_an_unregistered_tables_files(scene: Scene) -> None:
         scene.url("/namespaces/sandbox/tables/mine"),
         json={"requirements": [], "updates": [{"action": "set-location", "location": location}]},
     )
+    _assert_files_held(moved)
     if moved.status_code != 200:
         return
     loaded = erin("GET", scene.url("/namespaces/sandbox/tables/mine"), headers=VENDED)
@@ -180,6 +194,7 @@ def test_register_the_unregistered_tables_own_metadata(scene: Scene) -> None:
         },
         headers=VENDED,
     )
+    assert registered.status_code == 403, registered.text  # register needs warehouse modify
     if registered.status_code != 200:
         return
     _assert_cannot_read(scene, erin, metadata_key, registered.json())
@@ -204,3 +219,123 @@ def test_a_percent_encoded_alias_of_a_live_tables_location_is_taken(scene: Scene
             json={"name": f"a{uuid.uuid4().hex[:6]}", "schema": SCHEMA, "location": alias},
         )
         assert made.status_code in (400, 409), (alias, made.status_code)
+
+
+# -- what the fix still allows (issue 31, F1) ----------------------------------------------------
+def _grant_warehouse(scene: Scene, relation: str, who: Any) -> None:
+    scene.grant(f"warehouse/{scene.warehouse_id}", relation, who)
+
+
+def test_who_may_modify_the_warehouse_places_a_table_over_files(scene: Scene) -> None:
+    """`modify` on the warehouse: the location that holds files is accepted (create,
+    set-location, register), and the table is the placer's own, with read-write access."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    _grant_warehouse(scene, "modify", erin)
+    location, metadata_key = _victim_files(scene)
+    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "adopted", "schema": SCHEMA, "location": location},
+        headers=VENDED,
+    )
+    assert made.status_code == 200, made.text
+    assert credentials_of(made.json())[0]["prefix"] == location
+    dropped = erin("DELETE", scene.url("/namespaces/sandbox/tables/adopted"))
+    assert dropped.status_code == 204, dropped.text
+    registered = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/register"),
+        json={"name": "back", "metadata-location": f"s3://{BUCKET}/{metadata_key}"},
+    )
+    assert registered.status_code == 200, registered.text
+
+
+def test_a_fresh_chosen_location_needs_no_more_than_create(scene: Scene) -> None:
+    """A chosen location that holds nothing: `create` on the namespace is enough, as before,
+    and a set-location onto an empty place too."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, _ = _victim_files(scene)
+    fresh = f"{location.rsplit('/', 2)[0]}/elsewhere/fresh"
+    made = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "fresh", "schema": SCHEMA, "location": fresh},
+    )
+    assert made.status_code == 200, made.text
+    moved = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables/fresh"),
+        json={
+            "requirements": [],
+            "updates": [{"action": "set-location", "location": f"{fresh}-moved"}],
+        },
+    )
+    assert moved.status_code == 200, moved.text
+
+
+def test_a_transaction_cannot_move_a_table_onto_files(scene: Scene) -> None:
+    """transactions/commit with a set-location onto an unregistered table's files."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    location, _ = _victim_files(scene)
+    made = erin(
+        "POST", scene.url("/namespaces/sandbox/tables"), json={"name": "tx", "schema": SCHEMA}
+    )
+    assert made.status_code == 200, made.text
+    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    change = {
+        "identifier": {"namespace": ["sandbox"], "name": "tx"},
+        "requirements": [],
+        "updates": [{"action": "set-location", "location": location}],
+    }
+    moved = erin("POST", scene.url("/transactions/commit"), json={"table-changes": [change]})
+    _assert_files_held(moved)
+
+
+def _create_updates(metadata: dict[str, Any], location: str) -> list[dict[str, Any]]:
+    return [
+        {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
+        {"action": "upgrade-format-version", "format-version": metadata["format-version"]},
+        {"action": "add-schema", "schema": metadata["schemas"][0]},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": metadata["partition-specs"][0]},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": metadata["sort-orders"][0]},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": location},
+    ]
+
+
+def test_a_staged_create_commits_over_its_own_data_files(scene: Scene) -> None:
+    """CTAS: a staged create at its default location, data files written there with the
+    credentials it was vended, then the assert-create commit: the files are the writer's
+    own, the commit is not refused. The same commit moved onto another table's files is."""
+    erin = scene.user("erin")
+    _sandbox(scene, erin)
+    staged = erin(
+        "POST",
+        scene.url("/namespaces/sandbox/tables"),
+        json={"name": "ctas", "schema": SCHEMA, "stage-create": True},
+        headers=VENDED,
+    )
+    assert staged.status_code == 200, staged.text
+    metadata = staged.json()["metadata"]
+    admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)
+    admin.put_object(Bucket=BUCKET, Key=f"{key_of(metadata['location'])}/data/0.parquet", Body=b"x")
+    path = scene.url("/namespaces/sandbox/tables/ctas")
+    location, _ = _victim_files(scene)
+    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    elsewhere = {
+        "requirements": [{"type": "assert-create"}],
+        "updates": _create_updates(metadata, location),
+    }
+    _assert_files_held(erin("POST", path, json=elsewhere))
+    own = {
+        "requirements": [{"type": "assert-create"}],
+        "updates": _create_updates(metadata, metadata["location"]),
+    }
+    committed = erin("POST", path, json=own)
+    assert committed.status_code == 200, committed.text
