@@ -10,6 +10,10 @@ namespace of the warehouse makes a table there, owns it, and is vended read-writ
 credentials (or the signer) for the old table's data. The staged-create path refuses
 exactly this (`new_table_rights`: "it may lie on ... a dropped table's files"), the plain
 create, the assert-create commit and a set-location commit do not.
+
+Fixed: a location that already holds files takes `modify` on the warehouse (409 for anyone
+else), and registerTable always needs it (403); the overlap lookup also runs on the
+percent-decoded location. The tests below the attacks pin what the fix still allows.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import SCHEMA
+from tests.integration.conftest import SCHEMA, Authed
+from tests.integration.test_permissions_api import Caller
 from tests.integration.test_storage_rights import (  # noqa: F401 - fixtures
     BUCKET,
     VENDED,
@@ -339,3 +344,33 @@ def test_a_staged_create_commits_over_its_own_data_files(scene: Scene) -> None:
     }
     committed = erin("POST", path, json=own)
     assert committed.status_code == 200, committed.text
+
+
+def test_a_file_warehouse_refuses_a_table_over_a_dropped_tables_files(authed: Authed) -> None:
+    """The same on the default `file` warehouse (the bounded local walk): a drop without
+    purge leaves the files, and a location over them needs `modify` on the warehouse."""
+    alice = Caller(authed, "alice", "Alice")
+    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
+    config = alice.ok("GET", "/catalog/v1/config", params={"warehouse": "default"})
+    base = f"/catalog/v1/{config['overrides']['prefix']}"
+    for ns in ("ns", "sandbox"):
+        alice.ok("POST", f"{base}/namespaces", {"namespace": [ns]})
+    made = alice.ok("POST", f"{base}/namespaces/ns/tables", {"name": "t", "schema": SCHEMA})
+    location = made["metadata"]["location"]
+    assert alice("DELETE", f"{base}/namespaces/ns/tables/t").status_code == 204
+    nid = alice.ok(
+        "GET",
+        f"{MGMT}/warehouse/{config['overrides']['prefix']}/namespace-id",
+        params={"namespace": "sandbox"},
+    )["namespace-id"]
+    erin = Caller(authed, "erin", "Erin")
+    alice.ok(
+        "POST",
+        f"{MGMT}/permissions/namespace/{nid}/assignments",
+        {"writes": [{"type": "create", "user": erin.id}]},
+    )
+    body = {"name": "x", "schema": SCHEMA, "location": location}
+    _assert_files_held(erin("POST", f"{base}/namespaces/sandbox/tables", json=body))
+    fresh = {"name": "y", "schema": SCHEMA, "location": f"{location}-fresh"}
+    assert erin("POST", f"{base}/namespaces/sandbox/tables", json=fresh).status_code == 200
+    assert alice("POST", f"{base}/namespaces/sandbox/tables", json=body).status_code == 200
