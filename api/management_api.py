@@ -170,8 +170,9 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
     ),
     Operation(
         "DELETE", "/user/{user_id}", users.delete_user,
-        "Delete a user; a later authenticated call provisions them again", "user",
-        errors=(404,), operation_id="deleteUser",
+        "Delete a user (and every grant they held); a later authenticated call provisions "
+        "them again. The server's last admin cannot be deleted (409)", "user",
+        errors=(404, 409), operation_id="deleteUser",
     ),
     # -- roles and permissions
     Operation(

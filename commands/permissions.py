@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from uuid import UUID, uuid4, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -16,7 +15,7 @@ from icelog.domain.errors import (
     NoSuchProjectError,
     NotFoundError,
 )
-from icelog.domain.grants import Grant, Grants, grants_id
+from icelog.domain.grants import Grants, grants_id
 from icelog.domain.identifiers import ICELOG_NAMESPACE, NIL_UUID, SERVER_ID
 from icelog.domain.namespace import Namespace
 from icelog.domain.permissions import ObjectRef, PrincipalRef
@@ -44,12 +43,7 @@ def role_claim_id(project_id: UUID, name: str) -> UUID:
 
 
 class PermissionCommands(UserCommands):
-    # The grants on an object as the read model holds them now (relation, principal kind,
-    # principal id), on the primary; handed in by the composition root because commands/
-    # cannot import projections/. The grants stream of an object remembers every grant
-    # its events made, but the read model ends them with the object (a dropped namespace
-    # and the next one of its name share the stream): what is held is the read model's.
-    grants_now: Callable[[ObjectRef], set[Grant]] = staticmethod(lambda _obj: set())
+    # grants_now (UserCommands): the grants held now, as the read model ends them.
 
     # -- grants ------------------------------------------------------------------------------
     def change_grants(

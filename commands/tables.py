@@ -257,6 +257,11 @@ class TableCommands(NamespaceCommands):
         other = self.location_index(str(warehouse.id), str(parsed))
         if other is not None:
             # Which table or view holds it stays unsaid: the caller may not be allowed to see it.
+            if other.endswith("(purge pending)"):
+                raise LocationTakenError(
+                    f"Location {location} overlaps with the location of a dropped table whose "
+                    "files are still being purged; it is free once the purge has finished"
+                )
             raise LocationTakenError(
                 f"Location {location} overlaps with the location of another table or view"
             )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from icelog.commands.base import CatalogBase
 from icelog.domain.context import RequestContext
-from icelog.domain.errors import NoSuchUserError
-from icelog.domain.identifiers import user_aggregate_id
+from icelog.domain.errors import ConflictError, NoSuchUserError
+from icelog.domain.grants import Grant
+from icelog.domain.identifiers import SERVER_ID, user_aggregate_id
+from icelog.domain.permissions import ObjectRef
 from icelog.domain.user import User
 
 # Lakekeeper's `last-updated-with` values.
@@ -27,6 +30,13 @@ class UserFacts:
 
 
 class UserCommands(CatalogBase):
+    # The grants on an object as the read model holds them now (relation, principal kind,
+    # principal id), on the primary; handed in by the composition root because commands/
+    # cannot import projections/. The grants stream of an object remembers every grant
+    # its events made, but the read model ends them with the object (a dropped namespace
+    # and the next one of its name share the stream): what is held is the read model's.
+    grants_now: Callable[[ObjectRef], set[Grant]] = staticmethod(lambda _obj: set())
+
     def get_user(self, user_id: str) -> User:
         user = self.get_or_none(user_aggregate_id(user_id), User)
         if user is None or user.deleted:
@@ -59,5 +69,19 @@ class UserCommands(CatalogBase):
 
     def delete_user(self, ctx: RequestContext, user_id: str) -> None:
         user = self.get_user(user_id)
+        self._keep_a_server_admin(user_id)
         user.delete(actor=ctx.actor, request_id=ctx.request_id)
         self.save_all(user)
+
+    def _keep_a_server_admin(self, user_id: str) -> None:
+        """A deleted user's grants end with them; the server's last admin would leave it
+        with none, for good (bootstrap stays closed once used), so that delete is refused."""
+        held = self.grants_now(ObjectRef("server", str(SERVER_ID)))
+        admins = {p for relation, kind, p in held if kind == "user" and relation in _ADMINS}
+        if admins == {user_id}:
+            raise ConflictError(
+                f"User {user_id} is the server's last admin: grant admin to another user first"
+            )
+
+
+_ADMINS = ("admin", "operator")

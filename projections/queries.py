@@ -16,6 +16,7 @@ from psycopg.rows import tuple_row
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import SEPARATOR, NamespaceName
 from icelog.domain.permissions import ObjectRef
+from icelog.domain.task import PURGE_QUEUE
 from icelog.projections import location_overlap
 
 Rows = list[tuple[Any, ...]]
@@ -453,21 +454,46 @@ class CatalogQueries:
 
     def overlapping_location(self, warehouse_id: str, location: str) -> str | None:
         """A tabular whose location equals, contains or is contained in `location`: live
-        ones, and soft-dropped ones too, whose files are still there to be undropped.
+        ones; soft-dropped ones too, whose files are still there to be undropped; and
+        hard-dropped tables whose purge is pending or running, whose files that purge is
+        still to delete (a table registered there would lose them; a purge looks for other
+        tables in its location only when it starts).
+
+        Read in the order a tabular moves (live, soft-dropped, purging), each statement
+        after the one before: a tabular that moves on between two reads is found by the
+        next. (An undrop moves back; the append's own location guard catches that one.)
         `location` is looked up as written and percent-decoded (`location_overlap.spellings`)."""
         for at in location_overlap.spellings(location):
-            overlaps, params = location_overlap.clause(self.dialect, at)
-            for table, label in (
-                ("icelog_tabulars", ""),
-                ("icelog_deleted_tabulars", " (dropped)"),
-            ):
-                r = self.row(
-                    f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND {overlaps} "
-                    "LIMIT 1",
-                    (warehouse_id, *params),
-                )
-                if r is not None:
-                    return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
+            found = self._overlapping_as_written(warehouse_id, at)
+            if found is not None:
+                return found
+        return None
+
+    def _overlapping_as_written(self, warehouse_id: str, location: str) -> str | None:
+        """`overlapping_location` for one spelling, compared as written."""
+        overlaps, params = location_overlap.clause(self.dialect, location)
+        for table, label in (("icelog_tabulars", ""), ("icelog_deleted_tabulars", " (dropped)")):
+            r = self.row(
+                f"SELECT ns_key, name FROM {table} WHERE warehouse_id = ? AND {overlaps} LIMIT 1",
+                (warehouse_id, *params),
+            )
+            if r is not None:
+                return f"{NamespaceName.from_key(r[0]).dotted}.{r[1]}{label}"
+        # The purge task's payload pins the table's location (commands/lifecycle.py); the
+        # open tasks of a warehouse are few and found by (warehouse_id, status).
+        pinned = (
+            "(payload::jsonb ->> 'location')"
+            if self.dialect == "postgres"
+            else "json_extract(payload, '$.location')"
+        )
+        r = self.row(
+            f"SELECT entity_id FROM (SELECT entity_id, {pinned} AS location FROM icelog_tasks "
+            "WHERE warehouse_id = ? AND status IN ('pending', 'running') AND queue = ?) "
+            f"AS purging WHERE {overlaps} LIMIT 1",
+            (warehouse_id, PURGE_QUEUE, *params),
+        )
+        if r is not None:
+            return f"table {r[0]} (purge pending)"
         return None
 
     def namespace_contents(self, warehouse_id: str, ns_key: str) -> dict[str, int]:

@@ -11,15 +11,20 @@ to initialise the schema and the default warehouse):
 - one `icelog serve --workers 2` server passes the read-your-writes check too;
 - `ICELOG_DATABASE_READ_URL`: the read models are read through it, writes and the
   aggregates commands load are not (a frozen copy of the database stands in for a
-  replica that lags forever: real streaming replication is not available here).
+  replica that lags forever: real streaming replication is not available here);
+- no event lost to a consumer (issue 31, item 8): writers commit on A and B while one
+  consumer follows the events endpoint's continuation tokens on A: every acknowledged
+  commit is seen exactly once, and the consumer sees every event of the log, in order.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -429,3 +434,141 @@ def test_the_read_url_serves_the_read_models_and_nothing_else(tmp_path: Path) ->
             assert _events(primary) > frozen_events
         finally:
             postgres.drop_database(replica)
+
+
+class _Consumer:
+    """Follows the events endpoint's continuation tokens on one server, keeping every
+    event it is given; `sizes` are the page sizes it asks for in turn."""
+
+    def __init__(self, client: Rest, sizes: tuple[int, ...]) -> None:
+        self.client, self.sizes = client, sizes
+        self.token: str | None = None
+        self.seen: list[dict[str, Any]] = []
+        self.pages = 0
+
+    def page(self, size: int | None = None) -> int:
+        body: dict[str, Any] = {"page-size": size or self.sizes[self.pages % len(self.sizes)]}
+        if self.token is not None:
+            body["continuation-token"] = self.token
+        answer = self.client.http.post(f"{self.client.base}/events", json=body)
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        self.seen.extend(page["events"])
+        self.token = str(page["continuation-token"])
+        self.pages += 1
+        return len(page["events"])
+
+    def drain(self, size: int | None = None) -> None:
+        """Until a page comes back empty: caught up (the endpoint indexes first)."""
+        while self.page(size):
+            pass
+
+
+def test_an_events_consumer_misses_no_commit_of_either_replica(
+    rest: tuple[Rest, Rest], database: str
+) -> None:
+    """Writers commit on both replicas (each its own table, and now and then a namespace)
+    while consumers follow the continuation tokens on A — one in small pages and pages
+    that reach the head, one in mid-sized pages — and B's indexer keeps indexing (an
+    events request on B catches it up). At the end, for each consumer: every acknowledged
+    commit's `update-table` event was seen exactly once, and what it saw is exactly the
+    warehouse's events in log order (the rows of the Iceberg events read model, which
+    hold every `table.committed` of the log)."""
+    a, b = rest
+    ns = "feed"
+    assert a.create_namespace(ns).status_code == 200
+    writers = [(a if i % 2 == 0 else b).clone() for i in range(4)]
+    table_ids = []
+    for i, client in enumerate(writers):
+        made = client.create_table(ns, f"t{i}")
+        assert made.status_code == 200, made.text
+        table_ids.append(made.json()["metadata"]["table-uuid"])
+    consumers = [_Consumer(a.clone(), (7, 500)), _Consumer(a.clone(), (50,))]
+    for consumer in consumers:  # what the module's other tests wrote, in big pages
+        consumer.drain(1000)
+    b_indexer = _Consumer(b.clone(), (1,))
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def guarded(work: Callable[[], object]) -> threading.Thread:
+        def run() -> None:
+            while not stop.is_set():
+                try:
+                    work()
+                except BaseException as exc:  # reported after the join
+                    errors.append(exc)
+                    stop.set()
+
+        return threading.Thread(target=run)
+
+    def write(i: int) -> None:
+        done = writers[i].set_property(ns, f"t{i}", "n", str(time.monotonic_ns()))
+        assert done.status_code == 200, done.text
+        with lock:
+            acknowledged.append(done.json()["metadata-location"])
+            count = len(acknowledged)
+        if count % 50 == 0:  # another aggregate, another shape of event
+            assert writers[i].create_namespace(f"feed_{count}").status_code == 200
+
+    def index_on_b() -> None:
+        b_indexer.token = None  # always the first page: cheap, and B indexes first
+        b_indexer.page()
+
+    threads = [guarded(functools.partial(write, i)) for i in range(4)]
+    threads += [guarded(consumer.page) for consumer in consumers]
+    threads.append(guarded(index_on_b))
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    try:
+        stop.wait(15)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        for client in (*writers, b_indexer.client):
+            client.close()
+    assert not errors, errors
+    for consumer in consumers:
+        consumer.drain()
+        consumer.client.close()
+    assert time.monotonic() - started < 45
+    assert len(acknowledged) > 200, "the writers should have committed for 15 s"
+
+    warehouse = a.base.rsplit("/", 1)[1]
+    with psycopg.connect(database) as conn:
+        [project] = conn.execute(
+            "SELECT project_id FROM icelog_warehouses WHERE id = %s", (warehouse,)
+        ).fetchone() or (None,)
+        everything = [
+            str(r[0])
+            for r in conn.execute(
+                "SELECT event_id FROM icelog_iceberg_events WHERE stream = ANY(%s) "
+                "ORDER BY position",
+                ([warehouse, project],),
+            )
+        ]
+        found = conn.execute(
+            "SELECT count(*) FROM icelog_events WHERE originator_id::text = ANY(%s) "
+            "AND topic = 'icelog.table.committed.v1'",
+            (table_ids,),
+        ).fetchone()
+    assert found is not None and int(found[0]) == len(acknowledged), "every commit is an event"
+    for consumer in consumers:
+        ids = [e["event-id"] for e in consumer.seen]
+        commits = Counter(
+            e["operation"].get("metadata-location")
+            for e in consumer.seen
+            if e["operation"]["operation-type"] == "update-table"
+        )
+        missed = [m for m in acknowledged if commits[m] == 0]
+        print(
+            f"pages of {consumer.sizes}: {consumer.pages}; acknowledged commits "
+            f"{len(acknowledged)}, missed {len(missed)}; events {len(ids)} of {len(everything)}"
+        )
+        assert not missed, f"{len(missed)} of {len(acknowledged)} acknowledged commits missed"
+        assert all(commits[m] == 1 for m in acknowledged), "each commit once"
+        assert len(ids) == len(set(ids)), "no event twice"
+        assert ids == everything, f"missed {len(set(everything) - set(ids))} events"

@@ -149,7 +149,10 @@ def test_a_pending_purge_is_defeated_by_a_table_at_its_location(scene: Scene) ->
         json={"name": "squat", "schema": SCHEMA, "location": location},
         headers=VENDED,
     )
-    _assert_files_held(made)  # refused: no squat, and the purge must delete everything
+    # Refused (a pending purge keeps its location, and the files are there): no squat,
+    # and the purge must delete everything.
+    assert made.status_code == 409, made.text
+    assert made.json()["error"]["type"] == "LocationAlreadyTakenException", made.text
     scene.authed.services.tasks.run_until_idle()
     admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)
     left = admin.list_objects_v2(Bucket=BUCKET, Prefix=key_of(location) + "/metadata/")

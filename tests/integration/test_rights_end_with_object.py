@@ -227,6 +227,22 @@ def test_a_deleted_user_coming_back_has_none_of_the_old_grants(
     _same_after_rebuild(authed)
 
 
+def test_the_last_server_admin_cannot_be_deleted(
+    authed: Authed, people: tuple[Caller, Caller, Caller]
+) -> None:
+    """Deleting a user ends their grants; deleting the only admin would leave the server
+    with none for good (bootstrap is closed once used)."""
+    alice, bob, _ = people
+    bob.ok("GET", f"{MGMT}/whoami")
+    refused = alice("DELETE", f"{MGMT}/user/{alice.id}")
+    assert refused.status_code == 409, refused.text
+    assert "last admin" in refused.json()["error"]["message"]
+    _grant(alice, "server", {"type": "admin", "user": bob.id})
+    assert bob("DELETE", f"{MGMT}/user/{alice.id}").status_code == 204
+    assert ("admin", bob.id) in _assignments(bob, "server")
+    assert bob("DELETE", f"{MGMT}/user/{bob.id}").status_code == 409
+
+
 def test_a_project_with_roles_cannot_be_deleted(
     authed: Authed, people: tuple[Caller, Caller, Caller]
 ) -> None:
