@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import SCHEMA, Authed
-from tests.integration.test_permissions_api import Caller
 from tests.integration.test_storage_rights import (  # noqa: F401 - fixtures
     BUCKET,
     VENDED,
@@ -36,6 +35,7 @@ from tests.integration.test_storage_rights import (  # noqa: F401 - fixtures
     s3_client,
     scene,
 )
+from tests.support.callers import Caller
 from tests.support.moto_server import client
 
 pytestmark = pytest.mark.attack

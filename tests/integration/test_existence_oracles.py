@@ -14,6 +14,7 @@ import pytest
 
 from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import Authed
+from tests.support.callers import Caller
 
 pytestmark = pytest.mark.attack
 
@@ -21,26 +22,10 @@ MGMT = "/management/v1"
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
 
 
-class _Caller:
-    def __init__(self, authed: Authed, subject: str) -> None:
-        self.authed = authed
-        self.token = authed.idp.issue(subject, extra_claims={"name": subject})
-
-    def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        if body is not None:
-            kwargs["json"] = body
-        return self.authed.call(method, path, self.token, **kwargs)
-
-    def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        response = self(method, path, body, **kwargs)
-        assert response.status_code in (200, 204), (method, path, response.text)
-        return response.json() if response.content else None
-
-
-def _scene(authed: Authed) -> tuple[_Caller, _Caller, str, str, str]:
+def _scene(authed: Authed) -> tuple[Caller, Caller, str, str, str]:
     """alice (admin) owns `finance.payroll` and a table in it; mallory holds nothing there.
     (alice, mallory, warehouse id, namespace id, table id)."""
-    alice, mallory = _Caller(authed, "alice"), _Caller(authed, "mallory")
+    alice, mallory = Caller(authed, "alice"), Caller(authed, "mallory")
     alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
     mallory.ok("GET", f"{MGMT}/whoami")  # mallory is a known user, with no grants
     wid = alice.ok("GET", "/catalog/v1/config", params={"warehouse": "default"})["overrides"][
@@ -66,7 +51,7 @@ def test_check_answers_a_hidden_namespace_as_an_unknown_one(authed: Authed) -> N
     alice, mallory, _wid, nid, _ = _scene(authed)
     other = str(uuid4())
 
-    def ask(caller: _Caller, ns: str) -> Any:
+    def ask(caller: Caller, ns: str) -> Any:
         body = {"operation": {"namespace": {"action": "get_metadata", "namespace-id": ns}}}
         return caller("POST", f"{MGMT}/permissions/check", body)
 

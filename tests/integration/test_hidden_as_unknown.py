@@ -15,7 +15,8 @@ import pytest
 
 from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import Authed
-from tests.integration.test_existence_oracles import SCHEMA, _Caller, _scene
+from tests.integration.test_existence_oracles import SCHEMA, _scene
+from tests.support.callers import Caller
 
 pytestmark = pytest.mark.attack
 MGMT = "/management/v1"
@@ -29,7 +30,7 @@ def _shape(response: Any, *secrets: str) -> tuple[int, str]:
 
 
 def _oracles(
-    mallory: _Caller,
+    mallory: Caller,
     probes: list[tuple[str, str, str, Any]],
     secrets: tuple[str, ...],
 ) -> list[str]:

@@ -10,25 +10,9 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import Authed
+from tests.support.callers import Caller
 
 MGMT = "/management/v1"
-
-
-class Caller:
-    def __init__(self, authed: Authed, subject: str, name: str) -> None:
-        self.authed = authed
-        self.token = authed.idp.issue(subject, extra_claims={"name": name})
-        self.id = f"oidc~{subject}"
-
-    def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        if body is not None:
-            kwargs["json"] = body
-        return self.authed.call(method, path, self.token, **kwargs)
-
-    def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        response = self(method, path, body, **kwargs)
-        assert response.status_code in (200, 204), (method, path, response.text)
-        return response.json() if response.content else None
 
 
 @pytest.fixture

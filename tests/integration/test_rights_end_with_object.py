@@ -15,7 +15,7 @@ from icelog.domain.errors import NotFoundError
 from icelog.domain.permissions import ObjectRef, PrincipalRef
 from icelog.projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Authed
-from tests.integration.test_permissions_api import Caller
+from tests.support.callers import Caller
 
 pytestmark = pytest.mark.attack
 

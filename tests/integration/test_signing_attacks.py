@@ -28,6 +28,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tests.integration.conftest import SCHEMA, Authed
+from tests.support.callers import Caller
 from tests.support.moto_server import admin_user, client, enforce_auth, moto_s3, relax_auth
 
 MGMT = "/management/v1"
@@ -89,23 +90,6 @@ def localhost_names(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(host, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-
-
-class Caller:
-    def __init__(self, authed: Authed, subject: str) -> None:
-        self.authed = authed
-        self.token = authed.idp.issue(subject, extra_claims={"name": subject.title()})
-        self.id = f"oidc~{subject}"
-
-    def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        if body is not None:
-            kwargs["json"] = body
-        return self.authed.call(method, path, self.token, **kwargs)
-
-    def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
-        response = self(method, path, body, **kwargs)
-        assert response.status_code in (200, 204), (method, path, response.text)
-        return response.json() if response.content else None
 
 
 @dataclass

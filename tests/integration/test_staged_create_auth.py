@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import SCHEMA, Authed
-from tests.integration.test_permissions_api import MGMT, Caller
+from tests.integration.test_permissions_api import MGMT
+from tests.support.callers import Caller
 
 CATALOG = "/catalog/v1"
 

@@ -35,7 +35,7 @@ from botocore.config import Config
 from icelog.commands.storage.s3 import S3Access
 from icelog.commands.storage.vending import boto3_assume_role
 from tests.integration.conftest import SCHEMA, Authed
-from tests.integration.test_permissions_api import Caller
+from tests.support.callers import Caller
 from tests.support.moto_server import (
     admin_user,
     client,
