@@ -44,3 +44,39 @@ def test_attack_a_second_route_stretches_a_revoked_decision_to_twice_the_cache_t
             f"{late:.2f} s after the revoke Bob still loads the table on replica A "
             f"({answer.status_code}); grants were read {time.monotonic() - read:.2f} s ago"
         )
+
+
+@pytest.mark.attack
+def test_attack_a_recreated_table_answers_with_the_old_tables_rights_past_the_cache_time(
+    authed: Authed,
+) -> None:
+    """The same layering with a drop and a create on replica B instead of a revoke: the
+    per-route entry is keyed by *name*, so replica A keeps answering the new table db.t to
+    Bob, who held rights only on the old one, for almost twice the cache time
+    (docs/security.md: "a name never carries the old object's rights"; other replicas
+    "within the grant cache time (1 s)")."""
+    alice, table, grants = _setup(authed)
+    bob = authed.idp.issue("bob")
+    _change(authed, alice, grants, "writes", "oidc~bob")  # select on the first db.t
+    with _replica(authed) as other:
+        read = time.monotonic()
+        assert _get(other, table + "/credentials", bob).status_code == 200
+        assert authed.call("DELETE", table, alice).status_code == 204
+        namespace = table.rsplit("/", 1)[0]
+        made = authed.call("POST", namespace, alice, json={"name": "t", "schema": _SCHEMA})
+        assert made.status_code == 200, made.text
+        new_uuid = made.json()["metadata"]["table-uuid"]
+        replaced = time.monotonic()
+        time.sleep(max(0.0, read + GRANT_CACHE_SECONDS * 0.85 - time.monotonic()))
+        _get(other, table, bob)  # builds the loadTable entry from the cached decision
+        time.sleep(max(0.0, replaced + GRANT_CACHE_SECONDS + 0.5 - time.monotonic()))
+        late = time.monotonic() - replaced
+        answer = _get(other, table, bob)
+        assert answer.status_code == 404, (
+            f"{late:.2f} s after db.t was dropped and made again, Bob (no rights on the new "
+            f"one) loads it on replica A: {answer.status_code}, "
+            f"uuid {answer.json().get('metadata', {}).get('table-uuid')} (new: {new_uuid})"
+        )
+
+
+_SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
