@@ -139,7 +139,7 @@ CATALOG_OPERATIONS: list[Operation] = [
         NS + "/register",
         tables.register_table,
         body=RegisterTableRequest,
-        guard=g.on_namespace("create_table"),
+        guard=g.on_register,
     ),
     Operation(
         "POST",

@@ -267,6 +267,21 @@ class TableCommands(NamespaceCommands):
             )
         return parsed
 
+    @staticmethod
+    def _refuse_covering_files(file_io: FileIO, location: Any, *, may_cover_files: bool) -> None:
+        """A table placed over files already in storage (a dropped or unregistered table's,
+        whose purge may not have run yet) would hand them to its owner: only a caller who
+        may modify the warehouse (`may_cover_files`, decided where the caller's rights are
+        known) places one there. One bounded listing, only for the others."""
+        if may_cover_files:
+            return
+        if file_io.holds_files(str(location)):
+            # Whose files they are stays unsaid, as for an overlap.
+            raise LocationTakenError(
+                f"Location {location} already holds files: placing a table over existing "
+                "files needs modify on the warehouse"
+            )
+
     def _new_location(
         self,
         warehouse: Warehouse | WarehouseStorage,
@@ -302,7 +317,10 @@ class TableCommands(NamespaceCommands):
         location: str | None,
         properties: dict[str, str],
         stage: bool,
+        may_cover_files: bool = True,
     ) -> TableState:
+        """`may_cover_files`: whether a `location` that already holds files is accepted (the
+        caller may modify the warehouse; `_refuse_covering_files`)."""
         if not name.name:
             raise BadRequestError("Table name must not be empty")
         reject_secret_properties(properties, "Table")
@@ -322,6 +340,12 @@ class TableCommands(NamespaceCommands):
             first = False
             existing = self._free_claim(warehouse_id, name)
             table_location = self._new_location(warehouse, name, location, table_id)
+            if location:
+                self._refuse_covering_files(
+                    self.file_io(warehouse.storage_profile),
+                    table_location,
+                    may_cover_files=may_cover_files,
+                )
             metadata = new_table_metadata(
                 table_uuid=str(table_id),
                 location=table_location,
@@ -468,8 +492,13 @@ class TableCommands(NamespaceCommands):
         warehouse_id: UUID,
         name: TabularName,
         updates: list[dict[str, Any]],
+        *,
+        may_cover_files: bool,
     ) -> TableState:
-        """A create transaction (stage-create, then a commit with only assert-create)."""
+        """A create transaction (stage-create, then a commit with only assert-create). At
+        the default location of the id it creates (where a staged create's writer may
+        already have put its data files) no other table's files can lie: only another
+        location is checked for files."""
 
         def attempt() -> TableState:
             warehouse = self.get_warehouse(warehouse_id)
@@ -483,11 +512,25 @@ class TableCommands(NamespaceCommands):
             reject_secret_properties(metadata.get("properties", {}), "Table")
             self._check_location(warehouse, metadata["location"])
             table_id = self._client_id_or_new(metadata.get("table-uuid"))
+            if not self._is_default_location(warehouse, name, table_id, metadata["location"]):
+                self._refuse_covering_files(
+                    self.file_io(warehouse.storage_profile),
+                    metadata["location"],
+                    may_cover_files=may_cover_files,
+                )
             return self._append_new_table(
                 ctx, warehouse, ns_id, existing, name, table_id, metadata, updates=updates
             )
 
         return self.retrying(attempt)
+
+    @staticmethod
+    def _is_default_location(
+        warehouse: Warehouse | WarehouseStorage, name: TabularName, table_id: UUID, location: Any
+    ) -> bool:
+        root = Location.parse(warehouse.base_location, "warehouse location")
+        default = default_table_location(root, name.namespace, name.name, table_id)
+        return str(Location.parse(location, "table location")) == str(default)
 
     # -- commit ----------------------------------------------------------------------------
     def commit_table(
@@ -497,15 +540,21 @@ class TableCommands(NamespaceCommands):
         name: TabularName,
         requirements: list[dict[str, Any]],
         updates: list[dict[str, Any]],
+        *,
+        may_cover_files: bool = True,
     ) -> TableState:
         """Check requirements against the CURRENT table, apply, write, append.
 
         A concurrent commit makes the append fail on the aggregate version; the attempt
         then starts over against the newer table: if the requirements still hold the
         updates are re-applied on top (server-side rebase), otherwise 409.
+        `may_cover_files`: whether a `set-location` onto files already in storage is
+        accepted (`_refuse_covering_files`).
         """
         if is_create_requirements(requirements):
-            return self._create_by_transaction(ctx, warehouse_id, name, updates)
+            return self._create_by_transaction(
+                ctx, warehouse_id, name, updates, may_cover_files=may_cover_files
+            )
 
         def attempt() -> TableState:
             # First try on the table as this process last wrote it, without asking the
@@ -525,7 +574,13 @@ class TableCommands(NamespaceCommands):
             file_io = self.file_io(self.storage_profile(warehouse_id))
             try:
                 staged = self._stage_commit(
-                    ctx, warehouse_id, table, requirements, updates, file_io
+                    ctx,
+                    warehouse_id,
+                    table,
+                    requirements,
+                    updates,
+                    file_io,
+                    may_cover_files=may_cover_files,
                 )
             except CatalogError:
                 if optimistic:
@@ -597,6 +652,8 @@ class TableCommands(NamespaceCommands):
         requirements: list[dict[str, Any]],
         updates: list[dict[str, Any]],
         file_io: FileIO,
+        *,
+        may_cover_files: bool,
     ) -> _Staged | None:
         """Check, apply, write the next metadata file and record the commit on `table`
         (not yet saved). None when the updates change nothing."""
@@ -610,6 +667,9 @@ class TableCommands(NamespaceCommands):
             return None
         if metadata["location"] != base["location"]:
             self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
+            self._refuse_covering_files(
+                file_io, metadata["location"], may_cover_files=may_cover_files
+            )
         reject_secret_properties(metadata.get("properties", {}), "Table")
         version = metadata_file_version(table.metadata_location) + 1
         md_location = str(metadata_dir(metadata).child(metadata_file_name(version, str(uuid4()))))
@@ -630,6 +690,8 @@ class TableCommands(NamespaceCommands):
         ctx: RequestContext,
         warehouse_id: UUID,
         changes: list[tuple[TabularName, list[dict[str, Any]], list[dict[str, Any]]]],
+        *,
+        may_cover_files: bool = True,
     ) -> None:
         """transactions/commit: every table moves, or none does.
 
@@ -653,7 +715,13 @@ class TableCommands(NamespaceCommands):
                     found = self.get_table(warehouse_id, name)
                     table = tables.setdefault(found.id, found)
                     step = self._stage_commit(
-                        ctx, warehouse_id, table, requirements, updates, file_io
+                        ctx,
+                        warehouse_id,
+                        table,
+                        requirements,
+                        updates,
+                        file_io,
+                        may_cover_files=may_cover_files,
                     )
                     if step is not None:
                         staged.append(step)
@@ -799,6 +867,7 @@ class TableCommands(NamespaceCommands):
         metadata_location: str,
         *,
         overwrite: bool = False,
+        may_cover_files: bool = True,
     ) -> TableState:
         if overwrite:
             # 400, a status the spec documents for registerTable (406 is not among them).
@@ -814,6 +883,9 @@ class TableCommands(NamespaceCommands):
             file_io = self.file_io(warehouse.storage_profile)
             metadata = self.load_registered(warehouse, metadata_location, file_io, "table")
             self._check_location(warehouse, metadata["location"])
+            self._refuse_covering_files(
+                file_io, metadata["location"], may_cover_files=may_cover_files
+            )
             name_claim = self._table_claim(existing, warehouse_id, name, table_id, ctx)
             table = Table.register(
                 table_id=table_id,

@@ -45,6 +45,12 @@ class FileIO(Protocol):
     def exists(self, location: str) -> bool:
         """True when the file exists."""
 
+    def holds_files(self, location: str) -> bool:
+        """True when any file lies below `location` (a directory, a key prefix): whether a
+        table placed there would cover files already in storage. Bounded: one listing of
+        at most one key (S3), a walk of a bounded number of entries (local), which answers
+        True when it stops early. Errors as for `read`."""
+
 
 class LocationIndex(Protocol):
     """Answers which live table or view, if any, overlaps a location in a warehouse."""

@@ -17,10 +17,20 @@ lookups on (warehouse_id, location):
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 # Larger than any real location's depth; a deeper one (hostile input) is still answered
 # correctly, by the direct test on the rows of the warehouse.
 MAX_PREFIXES = 256
+
+
+def spellings(at: str) -> list[str]:
+    """`at` as written and, when it holds percent escapes, as decoded: `.../t%2D1` names
+    `.../t-1` to a reader that decodes (Hadoop S3A, some S3-compatible stores), so a new
+    location overlaps a stored one under either reading, as containment is checked both
+    ways (domain/locations.py). Stored locations are compared as written."""
+    decoded = unquote(at)
+    return [at] if decoded == at else [at, decoded]
 
 
 def holders(at: str) -> list[str]:

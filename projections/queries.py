@@ -461,7 +461,16 @@ class CatalogQueries:
 
         Read in the order a tabular moves (live, soft-dropped, purging), each statement
         after the one before: a tabular that moves on between two reads is found by the
-        next. (An undrop moves back; the append's own location guard catches that one.)"""
+        next. (An undrop moves back; the append's own location guard catches that one.)
+        `location` is looked up as written and percent-decoded (`location_overlap.spellings`)."""
+        for at in location_overlap.spellings(location):
+            found = self._overlapping_as_written(warehouse_id, at)
+            if found is not None:
+                return found
+        return None
+
+    def _overlapping_as_written(self, warehouse_id: str, location: str) -> str | None:
+        """`overlapping_location` for one spelling, compared as written."""
         overlaps, params = location_overlap.clause(self.dialect, location)
         for table, label in (("icelog_tabulars", ""), ("icelog_deleted_tabulars", " (dropped)")):
             r = self.row(

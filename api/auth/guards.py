@@ -20,6 +20,7 @@ from icelog.api.auth.authorizer import NOT_FOUND, Authorizer, missing
 from icelog.api.auth.principal import Principal
 from icelog.domain.errors import ForbiddenError, NotFoundError
 from icelog.domain.identifiers import NIL_UUID, NamespaceName, TabularName, namespace_id
+from icelog.domain.locations import location_set_by
 from icelog.domain.permissions import (
     ALL_DATA,
     NO_DATA,
@@ -233,6 +234,9 @@ def on_namespace(action: str) -> Guard:
     return path_only(guard)
 
 
+_create_in_namespace = on_namespace("create_table")
+
+
 @cache_first
 def on_new_namespace(request: Request, body: Any, query: Any) -> None:
     """Creating `a.b.c` needs `create_namespace` on `a.b` (on the warehouse for `a`)."""
@@ -287,6 +291,18 @@ def _may_create_in(request: Request, namespace: NamespaceName) -> None:
         return require(request, ref, "create_table", namespace.dotted)
 
     _allowed(request, ("create_table_in", params.get("prefix"), namespace.key), check)
+
+
+@path_only
+def on_register(request: Request, body: Any, query: Any) -> None:
+    """registerTable: `create` on the namespace, and `modify` on the warehouse — a
+    registered table lies over files that are already there (`may_cover_files`)."""
+    _create_in_namespace(request, body, query)
+    if not may_cover_files(request):
+        raise ForbiddenError(
+            "Registering a table needs modify on the warehouse: it places a table over "
+            "files already in storage"
+        )
 
 
 @cache_first
@@ -393,6 +409,29 @@ def data_rights(request: Request, table: ObjectRef | None = None) -> DataRights:
     # Read now, not from the cache: what is vended must not outlive a revoke.
     caps, own = authorizer(request).decide(principals(request), table, fresh=True)
     return data_rights_from(caps, own)
+
+
+def may_cover_files(request: Request) -> bool:
+    """Whether the caller may place a table over files already in storage (a location that
+    holds files: a dropped, unregistered or purge-pending table's): `modify` on the
+    warehouse. Such a table's owner would be handed those files; what holds them belongs to
+    no table any more, so only the warehouse decides. Without a provider: yes. A refusal
+    is confirmed from the read model, as in `require`."""
+    if not authorization_on(request):
+        return True
+    auth = authorizer(request)
+    warehouse = warehouse_of(request)
+    if "modify" in auth.decide(principals(request), warehouse)[0]:
+        return True
+    who = auth.principals(_user(request), fresh=True)
+    request.state.principals = who
+    return "modify" in auth.decide(who, warehouse, fresh=True)[0]
+
+
+def sets_location(updates: Any) -> bool:
+    """Whether a commit's updates move the table (`set-location`): only then does
+    `may_cover_files` matter."""
+    return location_set_by(list(updates or [])) is not None
 
 
 def new_table_rights(

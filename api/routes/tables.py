@@ -9,7 +9,14 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from icelog.api.auth.guards import data_rights, hide_empty, list_filter, new_table_rights
+from icelog.api.auth.guards import (
+    data_rights,
+    hide_empty,
+    list_filter,
+    may_cover_files,
+    new_table_rights,
+    sets_location,
+)
 from icelog.api.http import (
     context,
     namespace_param,
@@ -172,6 +179,7 @@ def create_table(request: Request, body: CreateTableRequest) -> bytes:
         location=body.location or None,
         properties=dict(body.properties or {}),
         stage=bool(body.stage_create),
+        may_cover_files=may_cover_files(request) if body.location else True,
     )
     rights = new_table_rights(
         request,
@@ -292,6 +300,7 @@ def commit_table(request: Request, body: CommitTableRequest) -> bytes:
         name,
         list(body.requirements or []),
         list(body.updates or []),
+        may_cover_files=may_cover_files(request) if sets_location(body.updates) else True,
     )
     # The document as written to the metadata file: serialising it again cost as much as
     # the rest of the commit's Python work for a table with hundreds of snapshots.
@@ -346,7 +355,12 @@ def register_table(request: Request, body: RegisterTableRequest) -> bytes:
     name = TabularName(namespace_param(request), body.name)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
     state = svc.catalog.register_table(
-        context(request), warehouse_id, name, body.metadata_location, overwrite=body.overwrite
+        context(request),
+        warehouse_id,
+        name,
+        body.metadata_location,
+        overwrite=body.overwrite,
+        may_cover_files=may_cover_files(request),
     )
     rights = new_table_rights(request, name.namespace, str(state.table_id), chosen_location=False)
     return _load_result(request, warehouse_id, name, state, rights)
@@ -382,8 +396,12 @@ def commit_transaction(request: Request, body: CommitTransactionRequest) -> None
         )
         for change in body.table_changes
     ]
+    moves = any(sets_location(updates) for _name, _requirements, updates in changes)
     svc.catalog.commit_transaction(
-        context(request), svc.warehouse_for_prefix(prefix(request)), changes
+        context(request),
+        svc.warehouse_for_prefix(prefix(request)),
+        changes,
+        may_cover_files=may_cover_files(request) if moves else True,
     )
 
 

@@ -35,6 +35,8 @@ _TEMP_SUFFIX = ".part"
 # A path component that is a link, a file where a directory should be, or a directory
 # where a file should be: the location is blocked, not missing.
 _BLOCKED = (errno.ELOOP, errno.ENOTDIR, errno.EISDIR)
+# How many directory entries `holds_files` looks at before it answers "holds files".
+MAX_WALK_ENTRIES = 10_000
 
 
 def to_path(location: str) -> str:
@@ -242,6 +244,45 @@ class LocalFileIO:
         finally:
             os.close(directory)
         return stat.S_ISREG(info.st_mode)
+
+    def holds_files(self, location: str) -> bool:
+        """Anything but a directory at or below `location` (a file, a link, a socket):
+        empty directories (what a purge leaves) hold nothing. The walk follows no link and
+        looks at no more than MAX_WALK_ENTRIES entries; a larger tree counts as holding."""
+        segments = self._below_root(location)
+        if not segments:
+            return True
+        try:
+            fd = self._open_dir(segments, create=False)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in _BLOCKED:
+                return True  # a file or a link where the directory would be
+            raise _storage_failure("list", location, exc) from None
+        pending = [fd]
+        seen = 0
+        try:
+            while pending:
+                directory = pending.pop()
+                try:
+                    with os.scandir(directory) as entries:
+                        for entry in entries:
+                            seen += 1
+                            if seen > MAX_WALK_ENTRIES or not entry.is_dir(follow_symlinks=False):
+                                return True
+                            with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                                pending.append(os.open(entry.name, _DIR_FLAGS, dir_fd=directory))
+                finally:
+                    os.close(directory)
+        except OSError as exc:
+            if exc.errno in _BLOCKED:
+                return True  # a directory turned into a link or a file while walked
+            raise _storage_failure("list", location, exc) from None
+        finally:
+            for left in pending:
+                os.close(left)
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -196,6 +196,15 @@ class S3FileIO:
             raise _storage_failure("check", location, exc) from None
         return True
 
+    def holds_files(self, location: str) -> bool:
+        """One listing of at most one key below `location/`."""
+        bucket, key = self._object(location)
+        try:
+            found = self._client.list_objects_v2(Bucket=bucket, Prefix=f"{key}/", MaxKeys=1)
+        except (ClientError, BotoCoreError) as exc:
+            raise _storage_failure("list", location, exc) from None
+        return bool(found.get("KeyCount") or found.get("Contents"))
+
     def delete(self, location: str) -> bool:
         """S3 deletes are idempotent and do not say whether the object existed: ask first,
         so that purge can still count what was already gone."""

@@ -94,6 +94,7 @@ def _stage_commit(api: Api, name: str, key: str) -> tuple[Any, _Save]:
         [],
         [{"action": "set-properties", "updates": {key: "v"}}],
         app.file_io(app.storage_profile(wid)),
+        may_cover_files=True,
     )
     assert staged is not None
     return table, _Save([table], list(table.collect_events()), {staged.location: staged.data})

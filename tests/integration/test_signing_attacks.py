@@ -166,6 +166,14 @@ def scene(authed: Authed, s3: S3) -> Scene:
         f"{MGMT}/permissions/warehouse/{prefix}/assignments",
         {"writes": [{"type": "select", "user": carol.id}, {"type": "modify", "user": carol.id}]},
     )
+    # The bucket outlives each test's warehouse: what an earlier test wrote at `victim/`
+    # would make the location one that already holds files (a warehouse-level act).
+    admin = s3.admin()
+    for listed in admin.get_paginator("list_objects_v2").paginate(
+        Bucket=WAREHOUSE_BUCKET, Prefix="victim/"
+    ):
+        for item in listed.get("Contents", []):
+            admin.delete_object(Bucket=WAREHOUSE_BUCKET, Key=item["Key"])
     bob.ok(
         "POST",
         f"/catalog/v1/{prefix}/namespaces/ns/tables",

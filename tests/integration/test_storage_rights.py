@@ -424,6 +424,8 @@ def test_describe_only_cannot_create_for_credentials(scene: Scene) -> None:
 
 
 def test_a_registered_table_answers_with_its_owner_s_credentials(scene: Scene) -> None:
+    """registerTable places a table over files already in storage: besides `create` on the
+    namespace it needs `modify` on the warehouse (403 without, issue 31)."""
     erin = scene.user("erin")
     scene.grant_namespace("create", erin)
     loaded = scene.load(scene.alice, SIGNING)
@@ -433,12 +435,12 @@ def test_a_registered_table_answers_with_its_owner_s_credentials(scene: Scene) -
     target = f"{metadata['location']}/metadata/00000-{uuid.uuid4()}.metadata.json"
     admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)
     admin.put_object(Bucket=BUCKET, Key=key_of(target), Body=json.dumps(metadata).encode())
-    registered = erin(
-        "POST",
-        scene.url("/namespaces/ns/register"),
-        json={"name": "r1", "metadata-location": target},
-        headers=VENDED,
-    )
+    body = {"name": "r1", "metadata-location": target}
+    url = scene.url("/namespaces/ns/register")
+    refused = erin("POST", url, json=body, headers=VENDED)
+    assert refused.status_code == 403, refused.text
+    scene.grant(f"warehouse/{scene.warehouse_id}", "modify", erin)
+    registered = erin("POST", url, json=body, headers=VENDED)
     assert registered.status_code == 200, registered.text
     [credential] = credentials_of(registered.json())
     assert credential["prefix"] == metadata["location"]
