@@ -1,4 +1,4 @@
-"""Attack: the edge's kept route decision and a revoke made in this process meanwhile.
+"""The edge's kept route decision and a revoke made in this process meanwhile.
 
 docs/security.md: "a grant change in this process clears the cache, including reads already
 in flight". `TtlCache.get` honours that (a load begun before `clear` stores nothing), but
@@ -26,7 +26,7 @@ class _Grants:
 
 
 @pytest.mark.attack
-def test_attack_a_decision_read_before_a_local_revoke_is_not_kept_by_the_edge() -> None:
+def test_a_decision_read_before_a_local_revoke_is_not_kept_by_the_edge() -> None:
     grants = _Grants()
     auth = GrantAuthorizer(queries=None, grants=grants, ttl_s=60.0)  # type: ignore[arg-type]
     bob = frozenset({PrincipalRef("user", "oidc~bob")})
