@@ -44,7 +44,7 @@ from tests.conformance.harness import (
     OperationReport,
 )
 from tests.conformance.s3 import BUCKET, CREDENTIAL, create_s3_warehouse, s3_profile
-from tests.support.fixtures import BACKENDS, ServerFactory
+from tests.support.fixtures import OPEN_BACKENDS, ServerFactory
 from tests.support.server import CatalogServer
 
 # git blob of open-api/rest-catalog-open-api.yaml at the head of apache/iceberg PR #12584
@@ -254,9 +254,7 @@ def test_swagger_ui_lists_both_documents(client: TestClient, path: str) -> None:
 # -- the management document against a running server ---------------------------------------
 # The management document runs without a provider: generated grants, users and bootstraps
 # would change who may do what mid-run (the catalog document also runs with one).
-@pytest.fixture(
-    scope="module", params=[p for p in BACKENDS if not str(p.values[0]).endswith("-auth")]
-)
+@pytest.fixture(scope="module", params=OPEN_BACKENDS)
 def management_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

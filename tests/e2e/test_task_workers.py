@@ -18,11 +18,11 @@ import pyarrow as pa
 import pytest
 
 from tests.support.clients import files_under, rest_catalog, wait_until
-from tests.support.fixtures import BACKENDS, ServerFactory
+from tests.support.fixtures import OPEN_BACKENDS, ServerFactory
 from tests.support.postgres import TEST_SECRETS_KEY
 from tests.support.server import CatalogServer, start_icelog
 
-pytestmark = pytest.mark.parametrize("store", BACKENDS)
+pytestmark = pytest.mark.parametrize("store", OPEN_BACKENDS)
 
 FAST_TASKS = {
     "ICELOG_TASK_WORKERS": "0",  # the server runs no tasks: the worker processes do

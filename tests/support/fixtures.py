@@ -31,6 +31,9 @@ BACKENDS = [
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
     pytest.param("sqlite-auth", id="sqlite-auth"),
 ]
+# The deployments without a provider: for tests that act anonymously (the console's
+# browsing, task workers, generated management requests).
+OPEN_BACKENDS = [p for p in BACKENDS if not str(p.values[0]).endswith("-auth")]
 # The users of an `-auth` deployment: who bootstraps it, and whose token its clients use.
 E2E_ADMIN = "e2e-admin"
 E2E_WRITER = "e2e-writer"
