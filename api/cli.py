@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 import uvicorn
@@ -120,17 +121,26 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     signal.signal(signal.SIGTERM, lambda *_: None)
     app = create_app(settings, services)
     freeze_startup_heap()
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=settings.log_level,
-        http=BatchedHttpProtocol,
-        timeout_graceful_shutdown=10,
-        **uvicorn_log_options(),
-    )
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(settings))
     services.close()
     return 0
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """How `icelog serve` runs uvicorn (besides the app, host and port). X-Forwarded-For is
+    believed only from ICELOG_FORWARDED_ALLOW_IPS: uvicorn's default trusts it from
+    loopback, and anything that reaches the server through a local port (ssh -L, kubectl
+    port-forward, a sidecar) could then name any client address it liked — resetting the
+    per-address rate limits (token endpoint, console login) with every request."""
+    proxies = settings.forwarded_allow_ips
+    return {
+        "log_level": settings.log_level,
+        "http": BatchedHttpProtocol,
+        "timeout_graceful_shutdown": 10,
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": list(proxies),
+        **uvicorn_log_options(),
+    }
 
 
 def _migrate(_args: argparse.Namespace, settings: Settings) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hmac
 import importlib.metadata
 import os
 import threading
@@ -67,6 +68,13 @@ def embedded_key(data_dir: Path) -> str:
         with os.fdopen(fd, "w") as handle:
             handle.write(base64.b64encode(os.urandom(32)).decode() + "\n")
     return path.read_text().strip()
+
+
+def derived_key(settings: Settings, purpose: str) -> bytes:
+    """A key for `purpose` (e.g. signing the console's login cookie), derived from the
+    secrets key: the same on every replica, and never the key itself."""
+    encoded = settings.secrets_key or embedded_key(settings.data_dir)
+    return hmac.new(parse_key(encoded), b"icelog-key:" + purpose.encode(), "sha256").digest()
 
 
 def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -279,6 +280,21 @@ def _providers(entries: tuple[str, ...]) -> tuple[tuple[str | None, ...], tuple[
     return tuple(keys), tuple(uris)
 
 
+def _proxies(value: str) -> tuple[str, ...]:
+    """ICELOG_FORWARDED_ALLOW_IPS: `*`, or IP addresses and networks (CIDR)."""
+    entries = _list(value)
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise SettingsError(
+                f"{PREFIX}FORWARDED_ALLOW_IPS must list IP addresses or networks (or *): {entry!r}"
+            ) from None
+    return entries
+
+
 def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
@@ -331,6 +347,10 @@ class Settings:
     # The Iceberg events API's window (docs/events.md): older events answer 410 Gone there
     # (the log itself keeps them). 0: keep everything.
     events_retention_days: float = 0.0  # ICELOG_EVENTS_RETENTION_DAYS
+    # ICELOG_FORWARDED_ALLOW_IPS: the proxies (addresses or networks, comma-separated; `*`:
+    # any) whose X-Forwarded-For / X-Forwarded-Proto `icelog serve` believes. Empty (the
+    # default): nobody's; the client address is the connection's peer (docs/operations.md).
+    forwarded_allow_ips: tuple[str, ...] = ()
     auth: AuthSettings = field(default_factory=AuthSettings)
 
     @property
@@ -452,6 +472,7 @@ class Settings:
             fault_exit_after_commits=_int(
                 get("FAULT_EXIT_AFTER_COMMITS", "0"), PREFIX + "FAULT_EXIT_AFTER_COMMITS"
             ),
+            forwarded_allow_ips=_proxies(get("FORWARDED_ALLOW_IPS", "")),
             auth=AuthSettings.from_env(get),
             s3_endpoint_hosts=tuple(
                 host.strip().lower()

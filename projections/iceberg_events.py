@@ -117,6 +117,9 @@ class BadToken(ValueError):
     """A continuation token this server did not hand out (or for another warehouse)."""
 
 
+_MAX_POSITION = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class Cursor:
     """Where a consumer is: after `position` in the streams of one warehouse."""
@@ -134,9 +137,14 @@ class Cursor:
     def decode(cls, token: str) -> Cursor:
         try:
             raw = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            if raw["v"] != TOKEN_VERSION or not isinstance(raw["p"], int) or raw["p"] < 0:
+            if raw["v"] != TOKEN_VERSION:
                 raise BadToken("unknown continuation-token version")
-            return cls(str(raw["w"]), raw["p"], EventsFilter.from_json(raw["f"]))
+            position = raw["p"]
+            # A position is a 64-bit signed integer in both stores: anything else (a bool,
+            # a negative, one past 2**63-1, which SQLite cannot bind) is not one we issued.
+            if type(position) is not int or not 0 <= position <= _MAX_POSITION:
+                raise BadToken("malformed continuation-token")
+            return cls(str(raw["w"]), position, EventsFilter.from_json(raw["f"]))
         except (binascii.Error, ValueError, KeyError, TypeError) as exc:
             if isinstance(exc, BadToken):
                 raise

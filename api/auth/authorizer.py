@@ -118,18 +118,50 @@ class WouldRead(Exception):
 _CACHE_ONLY: ContextVar[bool] = ContextVar("icelog_cache_only", default=False)
 
 
-# Set while a decision is made that the edge may keep (`remember`): when each cached answer
-# it used was read (a load's start), so that the kept decision expires with the oldest of
-# them instead of a full TTL after it was made.
-_READ_AT: ContextVar[list[float] | None] = ContextVar("icelog_read_at", default=None)
+class Reads:
+    """What a decision was made from: when each cached answer it used was read (a load's
+    start, or — for an answer built from other cached answers — the oldest read those
+    used), and the oldest generation of each cache it came from (a `clear` since then
+    means it may have been read before a grant change of this process)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self._generations: dict[int, int] = {}  # id(cache) -> oldest generation used
+
+    def add(self, cache: object, read_at: float, generation: int) -> None:
+        self.times.append(read_at)
+        kept = self._generations.get(id(cache))
+        if kept is None or generation < kept:
+            self._generations[id(cache)] = generation
+
+    def merge(self, other: Reads) -> None:
+        self.times.extend(other.times)
+        for cache, generation in other._generations.items():
+            kept = self._generations.get(cache)
+            if kept is None or generation < kept:
+                self._generations[cache] = generation
+
+    def oldest(self) -> float | None:
+        return min(self.times) if self.times else None
+
+    def generation(self, cache: object) -> int | None:
+        """The oldest generation of `cache` used; None if nothing came from it."""
+        return self._generations.get(id(cache))
+
+
+# Set while a decision is made that may be kept — by the edge (`remember`), or as a cache
+# entry built from other cached entries (a per-route "allowed", `guards._allowed`): what it
+# was read from, so that the kept decision expires with the oldest of them instead of a
+# full TTL after it was made, and is not kept at all across a `clear`.
+_READ_AT: ContextVar[Reads | None] = ContextVar("icelog_read_at", default=None)
 
 
 @contextmanager
-def watching_staleness() -> Iterator[list[float]]:
-    """Yields a list that holds, afterwards, when each cached answer used was read (the
-    list is shared with a thread the check may rerun in); `remember` inside it keeps its
-    value no longer than the oldest of them lives."""
-    seen: list[float] = []
+def watching_staleness() -> Iterator[Reads]:
+    """Yields what the cached answers used inside it were read from (shared with a thread
+    the check may rerun in); `remember` inside it keeps its value no longer than the
+    oldest of them lives, and not at all if the cache was cleared since one was read."""
+    seen = Reads()
     token = _READ_AT.set(seen)
     try:
         yield seen
@@ -137,10 +169,10 @@ def watching_staleness() -> Iterator[list[float]]:
         _READ_AT.reset(token)
 
 
-def _used(read_at: float) -> None:
+def _used(cache: object, read_at: float, generation: int) -> None:
     seen = _READ_AT.get()
     if seen is not None:
-        seen.append(read_at)
+        seen.add(cache, read_at, generation)
 
 
 def from_cache_only(check: Callable[[], T]) -> T:
@@ -192,9 +224,10 @@ class TtlCache:
 
     def get(self, key: Hashable, load: Callable[[], T], *, fresh: bool = False) -> T:
         if not fresh:
+            generation = self._generation  # before the lookup: a `clear` after it counts
             found = self._current(key)
             if found is not None:
-                _used(found[0])
+                _used(self, found[0], generation)
                 return cast(T, found[1])
         if _CACHE_ONLY.get():
             raise WouldRead
@@ -213,24 +246,36 @@ class TtlCache:
                 break
             found = flight.answer
             if found is not None and flight.generation == self._generation:
-                _used(found[0])  # read after this caller asked: as fresh as its own
+                _used(self, found[0], flight.generation)  # read after this caller asked
                 return cast(T, found[1])
             # The read failed (a refusal), or a `clear` came after it began: read again.
         started = time.monotonic()
+        # What the load itself takes from the cache (a per-route entry is built from the
+        # decision and lookups, which may be cached): the entry is as old as the oldest.
+        inner = Reads()
+        token = _READ_AT.set(inner)
         try:
             value = load()
-            flight.answer = (started, value)
+            oldest = inner.oldest()
+            read_at = started if oldest is None else min(started, oldest)
+            flight.answer = (read_at, value)
         except BaseException:
             with self._lock:
                 self._entries.pop(key, None)
             raise
         finally:
+            _READ_AT.reset(token)
             with self._lock:
                 if self._flights.get(key) is flight:
                     del self._flights[key]
             flight.done.set()
-        self._store(key, value, started, flight.generation)
-        _used(started)
+        within = inner.generation(self)
+        generation = flight.generation if within is None else min(flight.generation, within)
+        self._store(key, value, read_at, generation)
+        outer = _READ_AT.get()
+        if outer is not None:
+            outer.merge(inner)
+        _used(self, read_at, generation)
         return value
 
     def peek(self, key: Hashable) -> Any:
@@ -238,10 +283,19 @@ class TtlCache:
         found = self._current(key)
         return None if found is None else found[1]
 
-    def put(self, key: Hashable, value: Any, *, read_at: float | None = None) -> None:
-        """Keep `value`, as read at `read_at` (default now)."""
-        with self._lock:
-            generation = self._generation
+    def put(
+        self,
+        key: Hashable,
+        value: Any,
+        *,
+        read_at: float | None = None,
+        generation: int | None = None,
+    ) -> None:
+        """Keep `value`, as read at `read_at` (default now) in `generation` (default the
+        current one): nothing is kept when a `clear` came since."""
+        if generation is None:
+            with self._lock:
+                generation = self._generation
         self._store(key, value, time.monotonic() if read_at is None else read_at, generation)
 
     def _store(self, key: Hashable, value: Any, read_at: float, generation: int) -> None:
@@ -290,9 +344,14 @@ class GrantAuthorizer:
 
     def remember(self, key: Hashable, value: Any) -> None:
         if self._cache is not None:
-            # Inside `watching_staleness`: no longer than the oldest answer it came from.
+            # Inside `watching_staleness`: no longer than the oldest answer it came from,
+            # and not at all when this process changed grants since one was read.
             seen = _READ_AT.get()
-            self._cache.put(key, value, read_at=min(seen) if seen else None)
+            if seen is None:
+                self._cache.put(key, value)
+                return
+            read_at = seen.oldest()
+            self._cache.put(key, value, read_at=read_at, generation=seen.generation(self._cache))
 
     def _cached(self, key: Hashable, load: Callable[[], T], fresh: bool) -> T:
         if self._cache is not None:

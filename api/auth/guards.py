@@ -208,9 +208,11 @@ def _path_tabular(request: Request, param: str) -> TabularName:
 def _allowed(
     request: Request, route_key: tuple[Any, ...], check: Callable[[], frozenset[str]]
 ) -> frozenset[str]:
-    """`check()` (the caller's capabilities, or a refusal), remembered per caller and the
-    route's raw path like every cached decision: a repeated request (an engine loading the
-    same table) then costs one lookup. Refusals are never remembered (`require`)."""
+    """`check()` (the caller's capabilities, or a refusal), remembered per caller and
+    `route_key` (the route's raw path; a table's id) like every cached decision: a repeated
+    request (an engine loading the same table) then costs one lookup. Refusals are never
+    remembered (`require`). The entry lives no longer than the oldest cached answer
+    `check()` used (`TtlCache.get`): it never stretches a decision past the cache time."""
     key = ("allowed", _user(request), *route_key)
     return authorizer(request).lookup(key, check)
 
@@ -250,14 +252,15 @@ def on_new_namespace(request: Request, body: Any, query: Any) -> None:
 
 def on_tabular(kind: str, action: str, param: str) -> Guard:
     def guard(request: Request, body: Any, query: Any) -> None:
-        def check() -> frozenset[str]:
-            name = _path_tabular(request, param)
-            return require(request, tabular_ref(request, name, kind), action, name.dotted)
-
-        params = request.path_params
-        key = (kind, action, params.get("prefix"), params["namespace"], params[param])
+        name = _path_tabular(request, param)
+        ref = tabular_ref(request, name, kind)
+        # Kept by the table's id, not its name: after a drop and a create under the same
+        # name, the new table is never answered with the old one's decision.
+        key = (kind, action, ref.id)
         # What vended credentials may do (load, credentials).
-        request.state.caps = _allowed(request, key, check)
+        request.state.caps = _allowed(
+            request, key, lambda: require(request, ref, action, name.dotted)
+        )
 
     return path_only(guard)
 
@@ -312,14 +315,11 @@ def on_table_commit(request: Request, body: Any, query: Any) -> None:
     if _creates(body.requirements):
         _may_create_in(request, _path_namespace(request))
         return
-    params = request.path_params
-
-    def check() -> frozenset[str]:
-        name = _path_tabular(request, "table")
-        return require(request, tabular_ref(request, name, "table"), "commit", name.dotted)
-
-    key = ("table", "commit", params.get("prefix"), params["namespace"], params["table"])
-    _allowed(request, key, check)
+    name = _path_tabular(request, "table")
+    ref = tabular_ref(request, name, "table")
+    _allowed(
+        request, ("table", "commit", ref.id), lambda: require(request, ref, "commit", name.dotted)
+    )
 
 
 @cache_first

@@ -82,6 +82,13 @@ def _client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+def rate_limited(request: Request) -> int | None:
+    """None when this client address may make another request that reaches the provider
+    (a token request, a console login's start or callback: one bucket); else the seconds
+    to wait."""
+    return _limiter(request).take(_client_address(request))
+
+
 def busy() -> Response:
     return oauth_error(
         503, "invalid_request", "the identity provider is busy; try again shortly",
@@ -110,7 +117,7 @@ async def tokens(request: Request) -> Response:
             400, "invalid_request",
             "icelog has no identity provider (ICELOG_OPENID_PROVIDER_URI): send no credential",
         )  # fmt: skip
-    wait = _limiter(request).take(_client_address(request))
+    wait = rate_limited(request)
     if wait is not None:
         return oauth_error(
             429, "invalid_request", "too many token requests from this address",

@@ -18,6 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from icelog.api.auth.provider_calls import ProviderBusy
+from icelog.api.auth.token_endpoint import rate_limited
 from icelog.api.console import history, session
 from icelog.api.console.calls import ApiError, call, namespace_segment
 from icelog.api.http import ascii_int
@@ -776,10 +777,25 @@ async def login(request: Request) -> Response:
     return render(request, "login.html", context)
 
 
+def _too_many(request: Request) -> Response | None:
+    """The 429 page when this address is over its rate (shared with the token endpoint):
+    a login's start and callback reach the provider."""
+    wait = rate_limited(request)
+    if wait is None:
+        return None
+    error = ApiError(429, "TooManyRequestsException", "Too many logins from this address")
+    response = error_page(request, error)
+    response.headers["Retry-After"] = str(wait)
+    return response
+
+
 async def login_start(request: Request) -> Response:
     _plain(request)
     if not session.enabled(request):
         return RedirectResponse("/ui/projects", status_code=303)
+    limited = _too_many(request)
+    if limited is not None:
+        return limited
     try:
         return await session.start(request)
     except (OSError, ValueError, ProviderBusy) as exc:
@@ -791,6 +807,9 @@ async def callback(request: Request) -> Response:
     _plain(request)
     if not session.enabled(request):
         return RedirectResponse("/ui/projects", status_code=303)
+    limited = _too_many(request)
+    if limited is not None:
+        return limited
     try:
         token, lifetime, to = await session.finish(request)
     except session.LoginNeeded as refused:

@@ -10,12 +10,18 @@ there is no login: everyone is anonymous, as in the API.
 
 The console is a public client: no secret, the code bound to the browser by PKCE's
 S256 challenge; `state` is checked against the login cookie set when the login started.
+That cookie is signed (HMAC-SHA256 with a key derived from the secrets key, so any replica
+can check it) and dated: a cookie the browser did not get from `/ui/login/start` within the
+last ten minutes is refused before the provider is asked, so the callback is no way to send
+the provider code exchanges beyond the per-address rate limit that start and callback share
+with the token endpoint.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 import time
 from typing import Any
@@ -30,9 +36,11 @@ from icelog.api.auth.oidc import IdentityProviderUnavailable, TokenVerifier, fet
 from icelog.api.auth.principal import InvalidToken
 from icelog.api.auth.provider_calls import ProviderBusy
 from icelog.api.auth.token_endpoint import forward, provider_calls
+from icelog.api.services import derived_key
 
 SESSION = "icelog_console"
 LOGIN = "icelog_console_login"
+_LOGIN_SECONDS = 600  # how long a started login may take
 _DISCOVERY_SECONDS = 3600.0
 _discovered: dict[str, tuple[float, dict[str, Any]]] = {}
 
@@ -130,13 +138,16 @@ async def start(request: Request) -> Response:
     response = RedirectResponse(
         f"{document['authorization_endpoint']}?{urlencode(query)}", status_code=303
     )
-    held = orjson.dumps(
-        {"state": state, "verifier": verifier, "next": safe_next(request.query_params.get("next"))}
-    ).decode()
+    held = {
+        "state": state,
+        "verifier": verifier,
+        "next": safe_next(request.query_params.get("next")),
+        "at": int(time.time()),
+    }
     response.set_cookie(
         LOGIN,
-        _b64(held.encode()),
-        max_age=600,
+        _sealed(request, held),
+        max_age=_LOGIN_SECONDS,
         path="/ui",
         httponly=True,
         samesite="lax",
@@ -152,11 +163,9 @@ async def finish(request: Request) -> tuple[str, int, str]:
     if error:
         described = request.query_params.get("error_description", "")
         raise LoginNeeded(f"The identity provider refused the login: {error} {described}".strip())
-    raw = request.cookies.get(LOGIN, "")
-    try:
-        held = orjson.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
-    except (ValueError, orjson.JSONDecodeError):
-        raise LoginNeeded("The login took too long or was started elsewhere; try again.") from None
+    held = _opened(request, request.cookies.get(LOGIN, ""))
+    if held is None:
+        raise LoginNeeded("The login took too long or was started elsewhere; try again.")
     state = request.query_params.get("state", "")
     code = request.query_params.get("code", "")
     if not code or not secrets.compare_digest(str(held.get("state", "")), state):
@@ -191,6 +200,42 @@ async def finish(request: Request) -> tuple[str, int, str]:
         raise LoginNeeded(f"The provider's token is not accepted here: {exc}") from None
     lifetime = int(answer.get("expires_in") or 300)
     return token, lifetime, safe_next(held.get("next"))
+
+
+def _login_key(request: Request) -> bytes:
+    state = request.app.state
+    key = getattr(state, "console_login_key", None)
+    if not isinstance(key, bytes):
+        key = derived_key(state.services.settings, "console-login-cookie")
+        state.console_login_key = key
+    return key
+
+
+def _mac(request: Request, payload: str) -> str:
+    return _b64(hmac.digest(_login_key(request), payload.encode(), "sha256"))
+
+
+def _sealed(request: Request, held: dict[str, Any]) -> str:
+    """The login cookie's value: the login's state, signed."""
+    payload = _b64(orjson.dumps(held))
+    return f"{payload}.{_mac(request, payload)}"
+
+
+def _opened(request: Request, raw: str) -> dict[str, Any] | None:
+    """What `_sealed` kept, if this server signed it in the last `_LOGIN_SECONDS`."""
+    payload, _, mac = raw.partition(".")
+    if not mac or not hmac.compare_digest(_mac(request, payload), mac):
+        return None
+    try:
+        held = orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:  # orjson.JSONDecodeError and binascii.Error are ValueErrors
+        return None
+    if not isinstance(held, dict):
+        return None
+    at = held.get("at")
+    if type(at) is not int or not 0 <= time.time() - at <= _LOGIN_SECONDS:
+        return None
+    return held
 
 
 def signed_in(request: Request, token: str, lifetime: int, to: str) -> Response:

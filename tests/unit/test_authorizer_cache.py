@@ -179,7 +179,7 @@ def test_a_decision_kept_inside_a_watch_expires_with_the_oldest_answer_it_used()
     time.sleep(0.15)
     with watching_staleness() as seen:
         assert cache.get("grant", lambda: "no") == "yes"
-        cache.put("route", "yes", read_at=min(seen))
+        cache.put("route", "yes", read_at=seen.oldest())
     assert cache.peek("route") == "yes"
     time.sleep(0.07)  # the grant's entry ran out: so did the decision made from it
     assert cache.peek("route") is None
@@ -195,3 +195,33 @@ def test_peek_gives_only_current_entries_and_never_loads() -> None:
     cache.put("k", 1)
     cache.clear()
     assert cache.peek("k") is None
+
+
+@pytest.mark.attack
+def test_an_entry_built_from_cached_entries_expires_with_the_oldest_of_them() -> None:
+    """A per-route "allowed" built late in a decision's life from the cached decision is
+    not timed from its own load: it would stretch the decision to about twice the TTL."""
+    cache = TtlCache(ttl_s=0.2)
+    cache.get("decision", lambda: "allowed")
+    time.sleep(0.15)
+    with watching_staleness() as seen:
+        built = cache.get("route", lambda: cache.get("decision", lambda: "refused"))
+    assert built == "allowed"
+    assert seen.oldest() is not None and cache.peek("route") == "allowed"
+    time.sleep(0.07)  # the decision ran out: so did the entry made from it
+    assert cache.peek("route") is None
+    assert cache.get("route", lambda: cache.get("decision", lambda: "refused")) == "refused"
+
+
+@pytest.mark.attack
+def test_a_put_of_what_was_read_before_a_clear_is_dropped() -> None:
+    cache = TtlCache(ttl_s=60.0)
+    with watching_staleness() as seen:
+        cache.get("decision", lambda: "allowed")
+        cache.clear()  # a grant change in this process, while the decision was in use
+        cache.put("route", "allowed", read_at=seen.oldest(), generation=seen.generation(cache))
+    assert cache.peek("route") is None
+    with watching_staleness() as seen:
+        cache.get("decision", lambda: "allowed")
+        cache.put("route", "allowed", read_at=seen.oldest(), generation=seen.generation(cache))
+    assert cache.peek("route") == "allowed"
