@@ -41,12 +41,15 @@ def test_sigterm_mid_burst_loses_no_acknowledged_commit(
     backend: str, catalog_server_factory: ServerFactory
 ) -> None:
     server = catalog_server_factory(backend)
-    config = httpx.get(f"{server.uri}/v1/config", params={"warehouse": server.warehouse}).json()
+    auth = server.headers()  # the clients' user on an -auth deployment
+    config = httpx.get(
+        f"{server.uri}/v1/config", params={"warehouse": server.warehouse}, headers=auth
+    ).json()
     base = f"{server.uri}/v1/{config['overrides']['prefix']}/namespaces"
-    httpx.post(base, json={"namespace": ["shutdown"]}).raise_for_status()
+    httpx.post(base, json={"namespace": ["shutdown"]}, headers=auth).raise_for_status()
     for t in range(TABLES):
         httpx.post(
-            f"{base}/shutdown/tables", json={"name": f"t{t}", "schema": SCHEMA}
+            f"{base}/shutdown/tables", json={"name": f"t{t}", "schema": SCHEMA}, headers=auth
         ).raise_for_status()
 
     attempts: list[Attempt] = []
@@ -55,7 +58,8 @@ def test_sigterm_mid_burst_loses_no_acknowledged_commit(
 
     def writer(i: int) -> None:
         table = f"t{i % TABLES}"
-        with httpx.Client(timeout=30) as client:  # one keep-alive connection per writer
+        # One keep-alive connection per writer.
+        with httpx.Client(timeout=30, headers=auth) as client:
             for j in range(100_000):
                 key = f"w{i}-{j}"
                 body = {"updates": [{"action": "set-properties", "updates": {key: "v"}}]}
@@ -103,7 +107,10 @@ def test_sigterm_mid_burst_loses_no_acknowledged_commit(
     try:
         properties: dict[str, dict[str, str]] = {}
         for t in range(TABLES):
-            loaded = httpx.get(f"{base.replace(server.uri, restarted.uri)}/shutdown/tables/t{t}")
+            loaded = httpx.get(
+                f"{base.replace(server.uri, restarted.uri)}/shutdown/tables/t{t}",
+                headers=restarted.headers(),
+            )
             assert loaded.status_code == 200
             properties[f"t{t}"] = loaded.json()["metadata"]["properties"]
         lost = [a.key for a in acked if a.key not in properties[a.table]]

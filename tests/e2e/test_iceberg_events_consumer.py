@@ -32,12 +32,16 @@ class Consumer:
 
     def page(self, server: CatalogServer) -> int:
         prefix = httpx.get(
-            f"{server.uri}/v1/config", params={"warehouse": server.warehouse}
+            f"{server.uri}/v1/config",
+            params={"warehouse": server.warehouse},
+            headers=server.headers(),
         ).json()["overrides"]["prefix"]
         body: dict[str, Any] = {"page-size": 7}
         if self.token is not None:
             body = {"continuation-token": self.token, "page-size": 7}
-        answer = httpx.post(f"{server.uri}/v1/{prefix}/events", json=body, timeout=30)
+        answer = httpx.post(
+            f"{server.uri}/v1/{prefix}/events", json=body, timeout=30, headers=server.headers()
+        )
         answer.raise_for_status()
         found = answer.json()
         self.events += found["events"]
@@ -67,7 +71,9 @@ def test_a_consumer_follows_spark_and_pyiceberg_through_a_restart(
     server = catalog_server_factory(backend)
     catalog = rest_catalog(server)
     catalog.create_namespace("feed")
-    spark_catalog = register_rest_catalog(spark, f"events_{backend}", server.uri)
+    spark_catalog = register_rest_catalog(
+        spark, f"events_{backend}".replace("-", "_"), server.uri, token=server.token
+    )
     consumer = Consumer()
     done = threading.Event()
     failures: list[BaseException] = []
