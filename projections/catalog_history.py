@@ -100,7 +100,13 @@ def schema(dialect: str) -> list[str]:
         "metadata_location TEXT NOT NULL, PRIMARY KEY (entity_id, from_position))",
         f"CREATE TABLE IF NOT EXISTS {TRACKING} ("
         f"id INTEGER PRIMARY KEY CHECK (id = 1), position {big} NOT NULL)",
-        f"INSERT INTO {TRACKING} (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+        # `ON CONFLICT` alone waits for an indexer's open transaction that moved the row,
+        # while this schema transaction holds the SHARE lock its CREATE INDEX IF NOT EXISTS
+        # took, which the indexer's next insert waits for: a deadlock between a starting
+        # replica and a writing one. A row that is there is found and left alone; ON
+        # CONFLICT is left for two first starts at once.
+        f"INSERT INTO {TRACKING} (id, position) SELECT 1, 0 "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {TRACKING} WHERE id = 1) ON CONFLICT (id) DO NOTHING",
         *grant_schema(dialect),
     ]
 

@@ -58,7 +58,13 @@ def schema(dialect: str) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {TABLE}_by_time ON {TABLE} (stream, timestamp_ms)",
         f"CREATE INDEX IF NOT EXISTS {TABLE}_by_request ON {TABLE} (request_group)",
         f"CREATE TABLE IF NOT EXISTS {TRACKING} (id INTEGER PRIMARY KEY, position {big} NOT NULL)",
-        f"INSERT INTO {TRACKING} (id, position) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+        # `ON CONFLICT` alone waits for an indexer's open transaction that moved the row,
+        # while this schema transaction holds the SHARE lock its CREATE INDEX IF NOT EXISTS
+        # took, which the indexer's next insert waits for: a deadlock between a starting
+        # replica and a writing one. A row that is there is found and left alone; ON
+        # CONFLICT is left for two first starts at once.
+        f"INSERT INTO {TRACKING} (id, position) SELECT 1, 0 "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {TRACKING} WHERE id = 1) ON CONFLICT (id) DO NOTHING",
     ]
 
 
