@@ -13,6 +13,7 @@ import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from pyiceberg.exceptions import (
     CommitFailedException,
+    ForbiddenError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
@@ -26,6 +27,8 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 from tests.support.clients import files_under, local_path, rest_catalog, wait_until
+from tests.support.fixtures import writer_holds_on_warehouse
+from tests.support.idp import TestIdentityProvider
 from tests.support.server import ICELOG_BIN, CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -360,7 +363,12 @@ def test_rename_table(catalog: Any, namespace: str, unique_name: str) -> None:
         catalog.rename_table(f"{other}.moved", "no_such_namespace_xyz.moved")
 
 
-def test_drop_keeps_files_and_register_table(catalog: Any, namespace: str) -> None:
+def test_drop_keeps_files_and_register_table(
+    catalog: Any,
+    namespace: str,
+    catalog_server: CatalogServer,
+    e2e_idp: TestIdentityProvider,
+) -> None:
     ident = f"{namespace}.dropme"
     table = make_table(catalog, ident, partition_spec=CATEGORY_SPEC)
     table.append(rows(range(5)))
@@ -377,7 +385,13 @@ def test_drop_keeps_files_and_register_table(catalog: Any, namespace: str) -> No
     # A drop without purge must leave every file in place.
     assert files_under(table.location()) >= before
 
-    registered = catalog.register_table(f"{namespace}.registered", metadata_location)
+    if catalog_server.token is not None:
+        # Registering places a table over files already in storage: with auth on that is
+        # the warehouse's `modify`, more than the writer's `create` (docs/security.md).
+        with pytest.raises(ForbiddenError):
+            catalog.register_table(f"{namespace}.registered", metadata_location)
+    with writer_holds_on_warehouse(catalog_server, e2e_idp, "modify"):
+        registered = catalog.register_table(f"{namespace}.registered", metadata_location)
     assert registered.metadata_location == metadata_location
     reloaded = catalog.load_table(f"{namespace}.registered")
     assert reloaded.metadata.table_uuid == table.metadata.table_uuid
@@ -391,7 +405,10 @@ def test_drop_keeps_files_and_register_table(catalog: Any, namespace: str) -> No
         *range(7),
         42,
     ]
-    with pytest.raises(TableAlreadyExistsError):
+    with (
+        writer_holds_on_warehouse(catalog_server, e2e_idp, "modify"),
+        pytest.raises(TableAlreadyExistsError),
+    ):
         catalog.register_table(f"{namespace}.registered", metadata_location)
 
 

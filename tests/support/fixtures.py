@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,32 @@ def provision_writer(server: CatalogServer, idp: TestIdentityProvider, *, first_
         )
         assert granted.status_code == 204, granted.text
     return idp.issue(E2E_WRITER, expires_in=_TOKEN_SECONDS)
+
+
+@contextmanager
+def writer_holds_on_warehouse(
+    server: CatalogServer, idp: TestIdentityProvider, relation: str
+) -> Iterator[None]:
+    """On an `-auth` server, E2E_WRITER holds `relation` on the server's warehouse for the
+    `with` block (granted and revoked by E2E_ADMIN); elsewhere nothing to do."""
+    if server.token is None:
+        yield
+        return
+    admin = {"Authorization": f"Bearer {idp.issue(E2E_ADMIN, expires_in=_TOKEN_SECONDS)}"}
+    config = httpx.get(
+        f"{server.uri}/v1/config", params={"warehouse": server.warehouse}, headers=admin
+    )
+    config.raise_for_status()
+    path = (
+        f"{server.base}/management/v1/permissions/warehouse/"
+        f"{config.json()['overrides']['prefix']}/assignments"
+    )
+    grant = [{"type": relation, "user": f"oidc~{E2E_WRITER}"}]
+    httpx.post(path, json={"writes": grant}, headers=admin).raise_for_status()
+    try:
+        yield
+    finally:
+        httpx.post(path, json={"deletes": grant}, headers=admin).raise_for_status()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
