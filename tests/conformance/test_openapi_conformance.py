@@ -37,7 +37,7 @@ from icelog.api.openapi import (
 from icelog.api.routes.config import ENDPOINTS
 from tests.conformance.harness import Conformance, KnownBug, OperationReport
 from tests.conformance.s3 import REGION, create_s3_warehouse
-from tests.support.fixtures import E2E_ADMIN, ServerFactory
+from tests.support.fixtures import E2E_ADMIN, ServerFactory, shared_by_the_session
 from tests.support.idp import TestIdentityProvider
 from tests.support.server import CatalogServer
 
@@ -167,7 +167,7 @@ def conformance_server(
     provider (`-auth`), every request carries the admin's token: each operation then passes
     its guard (the guards' own answers are the integration tests' subject) with fewer
     examples (`MAX_EXAMPLES_AUTH`)."""
-    server = catalog_server_factory(backend)
+    server = shared_by_the_session(catalog_server_factory(backend))
     if server.token:
         server.token = e2e_idp.issue(E2E_ADMIN, expires_in=4 * 3600)
     return server

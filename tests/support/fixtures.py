@@ -70,6 +70,28 @@ def e2e_idp() -> Iterator[TestIdentityProvider]:
         yield provider
 
 
+# Every server the factory started, and those the whole session shares (`catalog_server`):
+# the others stop when the module that started them ends, so a long run never holds more
+# servers (and PostgreSQL connections: ~15 a server) than one module needs.
+_STARTED: list[CatalogServer] = []
+_SHARED: set[int] = set()
+
+
+def shared_by_the_session(server: CatalogServer) -> CatalogServer:
+    """Keep `server` (made by a session-scoped fixture) running to the end of the session."""
+    _SHARED.add(id(server))
+    return server
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_modules_servers() -> Iterator[None]:
+    before = len(_STARTED)
+    yield
+    for server in _STARTED[before:]:
+        if id(server) not in _SHARED:
+            server.stop()
+
+
 @pytest.fixture(scope="session")
 def catalog_server_factory(
     tmp_path_factory: pytest.TempPathFactory,
@@ -97,6 +119,7 @@ def catalog_server_factory(
             env = {**(env or {}), **auth_env(e2e_idp)}
         server = start_server(data_dir, backend=store, database_url=database_url, env=env)
         servers.append(server)
+        _STARTED.append(server)
         if store != backend:
             server.token = provision_writer(server, e2e_idp, first_start=not restart)
         return server
@@ -162,7 +185,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def catalog_server(backend: str, catalog_server_factory: ServerFactory) -> CatalogServer:
-    return catalog_server_factory(backend)
+    return shared_by_the_session(catalog_server_factory(backend))
 
 
 @pytest.fixture
