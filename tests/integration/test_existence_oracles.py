@@ -105,9 +105,8 @@ def test_namespace_id_lookup_does_not_confirm_a_hidden_namespace(authed: Authed)
     assert found["namespace-id"] == nid
 
 
-def test_a_taken_location_is_refused_without_naming_its_table(authed: Authed) -> None:
-    alice, mallory, wid, _nid, _tid = _scene(authed)
-    # mallory may create in her own namespace, and tries alice's table's location.
+def give_a_sandbox(alice: Caller, mallory: Caller, wid: str) -> None:
+    """Namespace `sandbox`, where mallory may create (and nothing more)."""
     alice.ok("POST", f"/catalog/v1/{wid}/namespaces", {"namespace": ["sandbox"]})
     sandbox = str(namespace_id(UUID(wid), NamespaceName(("sandbox",))))
     me = mallory.ok("GET", f"{MGMT}/whoami")["id"]
@@ -116,6 +115,12 @@ def test_a_taken_location_is_refused_without_naming_its_table(authed: Authed) ->
         f"{MGMT}/permissions/namespace/{sandbox}/assignments",
         {"writes": [{"type": "create", "user": me}]},
     )
+
+
+def test_a_taken_location_is_refused_without_naming_its_table(authed: Authed) -> None:
+    alice, mallory, wid, _nid, _tid = _scene(authed)
+    # mallory may create in her own namespace, and tries alice's table's location.
+    give_a_sandbox(alice, mallory, wid)
     taken = alice.ok("GET", f"/catalog/v1/{wid}/namespaces/finance%1Fpayroll/tables/salaries")
     location = taken["metadata"]["location"]
     answer = mallory(

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 import pytest
 
-from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import Authed
-from tests.integration.test_existence_oracles import SCHEMA, _scene
+from tests.integration.test_existence_oracles import SCHEMA, _scene, give_a_sandbox
 from tests.support.callers import Caller
 
 pytestmark = pytest.mark.attack
@@ -50,14 +49,7 @@ def test_attack_catalog_routes_answer_hidden_and_unknown_namespace_names_alike(
     both answer "Namespace does not exist: <the dotted name>" (lists too), never the
     unknown one's uuid5, or any authenticated user would tell them apart."""
     alice, mallory, wid, _nid, _tid = _scene(authed)
-    alice.ok("POST", f"/catalog/v1/{wid}/namespaces", {"namespace": ["sandbox"]})
-    sandbox = str(namespace_id(UUID(wid), NamespaceName(("sandbox",))))
-    me = mallory.ok("GET", f"{MGMT}/whoami")["id"]
-    alice.ok(
-        "POST",
-        f"{MGMT}/permissions/namespace/{sandbox}/assignments",
-        {"writes": [{"type": "create", "user": me}]},
-    )
+    give_a_sandbox(alice, mallory, wid)
     mallory.ok(
         "POST", f"/catalog/v1/{wid}/namespaces/sandbox/tables", {"name": "mine", "schema": SCHEMA}
     )
