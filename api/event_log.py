@@ -261,8 +261,14 @@ async def _page(request: Request, f: EventFilter, *, warehouse_id: str | None = 
     found = await asyncio.to_thread(indexer.index.query, f)
     if warehouse_id is not None and found and found[0]["warehouse-id"] != warehouse_id:
         found = []
-    next_after = found[-1]["position"] if len(found) == f.limit else None
-    return EventPage.model_validate({"events": found, "next-after": next_after})
+    last = found[-1]["position"] if len(found) == f.limit else None
+    return EventPage.model_validate(
+        {
+            "events": found,
+            "next-after": None if f.newest_first else last,
+            "next-before": last if f.newest_first else None,
+        }
+    )
 
 
 async def list_events(request: Request, query: EventsQuery) -> EventPage:
@@ -277,6 +283,8 @@ async def list_events(request: Request, query: EventsQuery) -> EventPage:
         actor=query.actor,
         since_us=query.since,
         until_us=query.until,
+        before=query.before,
+        newest_first=query.order == "desc",
     )
     return await _page(request, f)
 

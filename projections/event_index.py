@@ -77,6 +77,8 @@ class EventFilter:
     actor: str | None = None
     since_us: int | None = None  # inclusive
     until_us: int | None = None  # exclusive
+    before: int | None = None  # a position, exclusive
+    newest_first: bool = False
 
 
 class EventIndex(SqlStore):
@@ -147,7 +149,10 @@ class EventIndex(SqlStore):
         if f.until_us is not None:
             sql += " AND time_us < ?"
             params.append(f.until_us)
-        sql += " ORDER BY position LIMIT ?"
+        if f.before is not None:
+            sql += " AND position < ?"
+            params.append(f.before)
+        sql += " ORDER BY position DESC LIMIT ?" if f.newest_first else " ORDER BY position LIMIT ?"
         params.append(f.limit)
         rows = self._run(sql, params)
         return [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictStr, WithJsonSchema
@@ -74,6 +74,14 @@ class EventsQuery(PageQuery):
     actor: Text | None = Field(default=None, description="Only this actor")
     since: Time | None = Field(default=None, description="From (inclusive)")
     until: Time | None = Field(default=None, description="To (exclusive)")
+    before: Position | None = Field(
+        default=None, description="Only events before this log position (exclusive)"
+    )
+    order: Literal["asc", "desc"] = Field(
+        default="asc",
+        description="`asc`: oldest first, continue with `next-after`; `desc`: newest first, "
+        "continue with `next-before`",
+    )
 
 
 class LoggedEvent(Answer):
@@ -94,7 +102,12 @@ class LoggedEvent(Answer):
 class EventPage(Answer):
     events: list[LoggedEvent]
     next_after: int | None = Field(
-        description="Pass as `after` for the next page; null on the last"
+        description="Pass as `after` for the next page; null on the last (and newest first)"
+    )
+    next_before: int | None = Field(
+        default=None,
+        description="Newest first (`order=desc`): pass as `before` for the next, older page; "
+        "null on the last (and oldest first)",
     )
 
 

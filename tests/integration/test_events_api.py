@@ -36,6 +36,35 @@ def test_pages_cover_the_whole_log_in_order(api: Api) -> None:
     assert seen == [n.id for n in stored], "every stored event, nothing else"
 
 
+def test_newest_first_and_before_a_position(api: Api) -> None:
+    """`order=desc` pages back in time with `next-before`; `before` bounds either order
+    (the console's log as of a position)."""
+    api.post("/namespaces", {"namespace": ["db"]})
+    for name in ("a", "b", "c"):
+        create_table(api, "db", name)
+    everything = [e["position"] for e in events(api, limit=1000)["events"]]
+    seen: list[int] = []
+    query: dict[str, Any] = {"order": "desc", "limit": 4}
+    while True:
+        page = events(api, **query)
+        assert page["next-after"] is None
+        seen += [e["position"] for e in page["events"]]
+        if page["next-before"] is None:
+            break
+        query["before"] = page["next-before"]
+    assert seen == list(reversed(everything)), "every event once, newest first"
+    cut = everything[len(everything) // 2]
+    older = events(api, order="desc", before=cut, limit=1000)["events"]
+    assert [e["position"] for e in older] == [p for p in reversed(everything) if p < cut]
+    bounded = events(api, before=cut, limit=1000)
+    assert [e["position"] for e in bounded["events"]] == [p for p in everything if p < cut]
+    assert bounded["next-before"] is None
+    tables = events(api, order="desc", type="io.icelog.table.", limit=2)["events"]
+    assert [e["subject"] for e in tables] == ["db.c", "db.b"]
+    for bad in ({"order": "newest"}, {"before": "x"}, {"before": str(2**65)}):
+        assert api.client.get(f"{ROOT}/events", params=bad).status_code == 400
+
+
 def test_filters_and_a_callers_own_writes(api: Api) -> None:
     api.post("/namespaces", {"namespace": ["sales"]})
     api.post("/namespaces", {"namespace": ["sales", "eu"]})
