@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from icelog.api.console import access, pages
+from icelog.api.console import access, log, pages
 
 STATIC = Path(__file__).parent / "static"
 
@@ -75,7 +75,8 @@ def console_routes() -> list[BaseRoute]:
         Route(wh + "/{kind}/access", access.access, methods=["GET", "POST"]),
         Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),
         Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
-        Route("/ui/events", pages.events, methods=["GET"]),
+        Route("/ui/events", log.events, methods=["GET"]),
+        Route("/ui/events/{position}", log.event_object, methods=["GET"]),
         Route("/ui/status", pages.status, methods=["GET"]),
         Route("/ui/login", pages.login, methods=["GET"]),
         Route("/ui/login/start", pages.login_start, methods=["GET"]),

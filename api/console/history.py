@@ -14,7 +14,42 @@ from icelog.domain.metadata_fold import replay_commit
 from icelog.domain.table import Table
 from icelog.domain.view import View
 
-__all__ = ["Change", "Step", "fields_of", "steps", "type_text"]
+__all__ = [
+    "Change",
+    "Step",
+    "event_type",
+    "fields_of",
+    "kind_and_verb",
+    "steps",
+    "type_filter",
+    "type_text",
+]
+
+# The one spelling of an event type the console shows: the CloudEvents `type` of
+# docs/events.md and of the events API, `io.` + the topic the event is stored under.
+TYPE_PREFIX = "io.icelog."
+
+
+def event_type(name: str) -> str:
+    """`icelog.table.committed.v1` (a stored topic) or `table.committed.v1` as the events
+    API and the CloudEvents spell it: `io.icelog.table.committed.v1`."""
+    if name.startswith(TYPE_PREFIX):
+        return name
+    if name.startswith("icelog."):
+        return "io." + name
+    return TYPE_PREFIX + name
+
+
+def type_filter(typed: str) -> str:
+    """The events API's type prefix for what someone typed in a type filter: the shown
+    spelling (`io.icelog.table.`) as it is, and the shorter ones people also write
+    (`icelog.table.`, `table.committed`) completed to it."""
+    text = typed.strip()
+    if text.startswith(TYPE_PREFIX) or TYPE_PREFIX.startswith(text):
+        return text
+    if text.startswith("icelog.") or "icelog.".startswith(text):
+        return "io." + text
+    return TYPE_PREFIX + text
 
 
 @dataclass
@@ -266,9 +301,9 @@ def steps(events: Iterable[Any]) -> list[Step]:
 
 
 # -- namespaces and warehouses ------------------------------------------------------------------
-def _kind_and_verb(event_type: str) -> tuple[str, str]:
+def kind_and_verb(type_name: str) -> tuple[str, str]:
     """`io.icelog.namespace.properties-updated.v1` → (`namespace`, `properties-updated`)."""
-    name = event_type.removeprefix("io.icelog.")
+    name = event_type(type_name).removeprefix(TYPE_PREFIX)
     if name.rsplit(".", 1)[-1][:1] == "v" and name.rsplit(".", 1)[-1][1:].isdigit():
         name = name.rsplit(".", 1)[0]
     kind, _, verb = name.partition(".")
@@ -317,7 +352,7 @@ def describe_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     state: dict[str, dict[str, Any]] = {}  # warehouse aggregate → name, profiles so far
     found = []
     for e in events:
-        kind, verb = _kind_and_verb(str(e.get("type", "")))
+        kind, verb = kind_and_verb(str(e.get("type", "")))
         data = e.get("data") or {}
         agg = str(e.get("aggregate-id"))
         subject = e.get("subject") or names.get(agg, "")

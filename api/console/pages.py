@@ -43,6 +43,7 @@ def _ms(value: Any) -> str:
 
 
 templates.env.filters["ms"] = _ms
+templates.env.filters["event_type"] = history.event_type
 SEP = "\x1f"
 # How much of the namespace tree the warehouse page walks, and how many as-of pages a
 # page reads at most (each holds up to 1000 namespaces, tables and views).
@@ -215,10 +216,14 @@ def done(url: str, message: str) -> Response:
     return RedirectResponse(f"{url}{joiner}{urlencode({'done': message})}", status_code=303)
 
 
-async def as_of_catalog(request: Request, warehouse_id: str | None = None) -> dict[str, Any]:
-    """The catalog as of the page's moment (all pages of it, bounded), warehouses merged."""
+async def as_of_catalog(
+    request: Request, warehouse_id: str | None = None, *, position: int | None = None
+) -> dict[str, Any]:
+    """The catalog as of the page's moment (or `position`; all pages of it, bounded),
+    warehouses merged."""
     moment: Moment = request.state.moment
-    query: dict[str, Any] = {"position": moment.position, "warehouse-id": warehouse_id}
+    at = moment.position if position is None else position
+    query: dict[str, Any] = {"position": at, "warehouse-id": warehouse_id}
     merged: dict[str, Any] = {"projects": [], "warehouses": {}}
     for _ in range(AS_OF_PAGES):
         answer = await call(request, "getCatalogAsOf", query=query)
@@ -679,17 +684,6 @@ async def tabular_action(request: Request) -> Response:
         )
         return done(here, "Protection changed")
     raise ApiError(404, "NotFoundException", f"No such action: {action}")
-
-
-# -- the log -----------------------------------------------------------------------------------
-@page
-async def events(request: Request) -> Response:
-    query: dict[str, Any] = {"limit": 100}
-    for key in ("after", "warehouse-id", "type", "actor", "namespace"):
-        if request.query_params.get(key):
-            query[key] = request.query_params[key]
-    found = await call(request, "listEvents", query=query)
-    return render(request, "events.html", {"page": found, "filters": query})
 
 
 # -- status --------------------------------------------------------------------------------------
