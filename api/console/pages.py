@@ -254,7 +254,22 @@ async def as_of_catalog(
 # -- projects ----------------------------------------------------------------------------------
 @page
 async def home(request: Request) -> Response:
-    return RedirectResponse(link(request.state.moment)("/ui/projects"), status_code=303)
+    """The start page leads to where there is something to see: with one project (that the
+    caller may see), to its only warehouse — the default warehouse of a fresh server — or
+    to the project; with none or several (or as of a past moment), to the projects."""
+    u = link(request.state.moment)
+    if request.state.moment.active:
+        return RedirectResponse(u("/ui/projects"), status_code=303)
+    listed, _ = await attempt(call(request, "listProjects"))
+    projects = (listed or {}).get("projects", [])
+    if len(projects) != 1:
+        return RedirectResponse(u("/ui/projects"), status_code=303)
+    pid = projects[0]["project-id"]
+    found, _ = await attempt(call(request, "listWarehouses", headers={"x-project-id": pid}))
+    warehouses = (found or {}).get("warehouses", [])
+    if len(warehouses) == 1:
+        return RedirectResponse(u(f"/ui/warehouses/{warehouses[0]['id']}"), status_code=303)
+    return RedirectResponse(u(f"/ui/projects/{pid}"), status_code=303)
 
 
 @page
