@@ -134,7 +134,7 @@ def sales(server: CatalogServer) -> dict[str, Any]:
 
 
 def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: Path | None) -> None:
-    page.goto("/ui")
+    page.goto("/ui/projects")
     expect(page.locator("h1")).to_have_text("Projects")
     shoot(page, shots, "projects")
     page.get_by_role("link", name="default", exact=True).click()
@@ -151,6 +151,11 @@ def test_browse_to_a_pyiceberg_table(page: Page, sales: dict[str, Any], shots: P
     for column in ("id", "kind", "address", "city", "zip", "tags", "element", "amount"):
         expect(schema.get_by_text(column, exact=True)).to_be_visible()
     expect(schema).to_contain_text("list<string>")
+    # Every column has its header: the one saying required or optional too.
+    expect(schema.locator("thead th")).to_have_text(["Id", "Name", "Type", "Required", "Doc"])
+    expect(schema.locator("tbody tr", has_text="kind").locator("td").nth(3)).to_have_text(
+        "optional"
+    )
     expect(page.locator("[data-metadata-location]")).to_have_text(sales["metadata_location"])
     expect(page.locator("#snapshots")).to_contain_text("append, added-records 2")
     expect(page.locator("#snapshots")).to_contain_text("branch main")
@@ -183,7 +188,7 @@ def test_browse_to_a_table_spark_wrote(page: Page, server: CatalogServer, spark:
         " (3, TIMESTAMP '2024-01-03 12:00:00', named_struct('name', 'cy', 'tier', 1), 20.0, 2.5)"
     )
 
-    page.goto("/ui")
+    page.goto("/ui/projects")
     page.get_by_role("link", name="default", exact=True).click()
     page.get_by_role("link", name="default", exact=True).click()
     page.locator("ul.tree").get_by_role("link", name="lake").click()
@@ -248,6 +253,112 @@ def test_as_of_before_a_commit_shows_the_older_schema(
     page.fill("#as-of", "1")
     page.locator("form.asof button").click()
     expect(page.locator(".asof-banner")).to_contain_text("as of log position 1")
+
+
+def _head(server: CatalogServer) -> int:
+    """The newest log position (the events API, newest first)."""
+    answer = httpx.get(f"{server.base}/management/v1/events", params={"order": "desc", "limit": 1})
+    return int(answer.json()["events"][0]["position"])
+
+
+def _listed(page: Page) -> list[int]:
+    return [int(p) for p in page.locator("[data-log] [data-position]").all_inner_texts()]
+
+
+def test_the_log_as_of_a_position_lists_nothing_later(
+    page: Page, server: CatalogServer, sales: dict[str, Any], shots: Path | None
+) -> None:
+    """The Log page as of position N: N first, newest first, and no later event — on the
+    older pages too."""
+    moment = _head(server)
+    for n in range(3):  # events after the moment
+        sales["catalog"].update_namespace_properties("sales", updates={"log-test": str(n)})
+    assert _head(server) > moment
+    page.goto("/ui/events")
+    expect(page.locator("h1")).to_have_text("The event log")
+    now = _listed(page)
+    assert now[0] == _head(server) and now == sorted(now, reverse=True), "newest first"
+    page.fill("#as-of", str(moment))
+    page.locator("form.asof button").click()
+    expect(page.locator(".asof-banner")).to_contain_text(f"as of log position {moment}")
+    expect(page.locator("[data-log-scope]")).to_contain_text(f"as of log position {moment}")
+    listed = _listed(page)
+    assert listed[0] == moment and max(listed) == moment, listed
+    assert listed == sorted(listed, reverse=True)
+    shoot(page, shots, "log")
+    # Paging keeps the moment: the oldest page starts at the log's first event.
+    page.locator("[data-oldest]").click()
+    expect(page.locator(".asof-banner")).to_contain_text(f"as of log position {moment}")
+    oldest = _listed(page)
+    assert oldest[-1] == 1 and max(oldest) <= moment and oldest == sorted(oldest, reverse=True)
+    # A filter keeps the moment.
+    page.fill("form.filters input[name=type]", "io.icelog.namespace.")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator(".asof-banner")).to_contain_text(f"as of log position {moment}")
+    assert all(p <= moment for p in _listed(page))
+
+
+def test_the_log_type_filter_matches_the_types_it_shows(page: Page, sales: dict[str, Any]) -> None:
+    page.goto("/ui/events")
+    box = page.locator("form.filters input[name=type]")
+    placeholder = box.get_attribute("placeholder")
+    assert placeholder == "io.icelog.table."
+    for typed in (placeholder, "table.committed", "icelog.table."):
+        box.fill(typed)
+        page.get_by_role("button", name="Filter").click()
+        shown = page.locator("[data-log] [data-type]").all_inner_texts()
+        assert shown, typed
+        assert all(typed in t and t.startswith("io.icelog.table.") for t in shown), shown
+        box = page.locator("form.filters input[name=type]")
+        expect(box).to_have_value(typed)
+    # The table's timeline spells its types the same way.
+    page.goto(_table_url(page, "sales", "events"))
+    expect(page.locator("[data-timeline] > li").first).to_contain_text(
+        "io.icelog.table.committed.v1"
+    )
+
+
+def test_a_log_position_leads_to_the_table_it_changed(page: Page, sales: dict[str, Any]) -> None:
+    page.goto("/ui/events?type=io.icelog.table.committed")
+    row = page.locator("[data-log] tbody tr", has_text="sales.events").first
+    position = row.locator("[data-position]").inner_text()
+    row.locator("[data-position]").click()
+    expect(page.locator("h1")).to_have_text("Table sales.events")
+    expect(page.locator(".asof-banner")).to_contain_text(f"as of log position {position}")
+    expect(page.locator("[data-timeline] > li").first).to_contain_text(f"#{position}")
+
+
+def test_the_start_page_leads_to_the_only_warehouse(
+    browser: Browser, catalog_server_factory: ServerFactory, tmp_path: Path
+) -> None:
+    """One project with one warehouse (a fresh server's default): the start page is that
+    warehouse; one project with more: the project; more projects: the list of them."""
+    fresh = catalog_server_factory("sqlite")
+    context = browser.new_context(viewport=WIDE, base_url=fresh.base)
+    try:
+        page = context.new_page()
+        page.goto("/ui")
+        expect(page.locator("h1")).to_have_text("Warehouse default")
+        page.locator("header nav").get_by_role("link", name="Projects", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Projects")  # the list is one click away
+        page.locator("header a.brand").click()
+        expect(page.locator("h1")).to_have_text("Warehouse default")
+        storage = {"type": "file", "base-location": (tmp_path / "second").as_uri()}
+        created = httpx.post(
+            f"{fresh.base}/management/v1/warehouse",
+            json={"warehouse-name": "second", "storage-profile": storage},
+        )
+        assert created.status_code == 200, created.text
+        page.goto("/ui")
+        expect(page.locator("h1")).to_have_text("Project default")
+        made = httpx.post(f"{fresh.base}/management/v1/project", json={"project-name": "other"})
+        assert made.status_code in (200, 201), made.text
+        page.goto("/ui")
+        expect(page.locator("h1")).to_have_text("Projects")
+        expect(page.get_by_role("link", name="default", exact=True)).to_be_visible()
+        expect(page.get_by_role("link", name="other", exact=True)).to_be_visible()
+    finally:
+        context.close()
 
 
 def test_create_a_warehouse(
@@ -605,8 +716,11 @@ def test_a_user_sees_only_what_the_api_shows_them(
         page.locator("[data-login-button]").click()
         expect(page.locator("header .who")).to_contain_text("Alice Example")  # login claims
         expect(page.locator("table.list")).to_contain_text("No projects you may see.")
-        page.goto("/ui/events")
-        expect(page.locator(".error")).to_contain_text("ForbiddenException")
+        # The log is the server admin's: refused, also as of a moment and by position.
+        for crafted in ("/ui/events", "/ui/events?as-of=1", "/ui/events/1"):
+            page.goto(crafted)
+            expect(page.locator(".error")).to_contain_text("ForbiddenException")
+            expect(page.locator("[data-position]")).to_have_count(0)
         listed = httpx.get(
             f"{secured.base}/management/v1/warehouse",
             headers={"Authorization": f"Bearer {idp.issue('oidc-alice')}"},
