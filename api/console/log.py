@@ -78,14 +78,15 @@ async def events(request: Request) -> Response:
         answer = await call(request, "listEvents", query=query)
         rows = answer["events"]
         older = answer["next-before"]
-        newer = None if before is None else (rows[0]["position"] if rows else before - 1)
+        newer = None if before is None else (rows[0]["position"] if rows else max(before - 1, 0))
     u = link(moment)
+    paged = after is not None or before is not None  # not the newest page
     context = {
         "events": [{**e, "link": _object_link(e)} for e in rows],
         "filters": filters,
         "older_url": None if older is None else u("/ui/events", **filters, before=older),
         "newer_url": None if newer is None else u("/ui/events", **filters, after=newer),
-        "newest_url": u("/ui/events", **filters) if after is not None or before else None,
+        "newest_url": u("/ui/events", **filters) if paged else None,
         "oldest_url": u("/ui/events", **filters, after=0) if after != 0 else None,
     }
     return render(request, "events.html", context)
