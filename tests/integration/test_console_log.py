@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from uuid import UUID
 
 import pytest
 
 from icelog.api.console.session import SESSION
+from icelog.domain.identifiers import NamespaceName, namespace_id
 from tests.integration.conftest import SCHEMA, Api, Authed, create_table
 from tests.integration.test_views_api import create_view
 from tests.support.callers import Caller
@@ -230,6 +232,27 @@ def test_a_user_reads_no_event_outside_the_warehouses_they_may_read(
     ):
         answer = _as(authed, eve, crafted)
         assert answer.status_code in (403, 404), (crafted, answer.status_code)
+        assert "location" not in answer.headers and "payroll" not in answer.text, crafted
+    # carol holds `select` on another namespace of the payroll's warehouse: its log must not
+    # show her the payroll either (refused, or without it), nor lead her to it.
+    carol = Caller(authed, "carol", "Carol")
+    carol.ok("GET", f"{MGMT}/whoami")
+    alice.ok("POST", f"/catalog/v1/{hidden}/namespaces", {"namespace": ["shared"]})
+    shared = namespace_id(UUID(hidden), NamespaceName(("shared",)))
+    alice.ok(
+        "POST",
+        f"{MGMT}/permissions/namespace/{shared}/assignments",
+        {"writes": [{"type": "select", "user": carol.id}]},
+    )
+    for crafted in (
+        f"/ui/events?warehouse-id={hidden}",
+        f"/ui/events?warehouse-id={hidden}&namespace=hr",
+        f"/ui/events?warehouse-id={hidden}&type=table.&before={secret + 1}",
+        f"/ui/events/{secret}?warehouse-id={hidden}",
+    ):
+        answer = _as(authed, carol, crafted)
+        assert answer.status_code in (200, 403, 404), (crafted, answer.status_code)
+        assert secret not in positions(answer.text), crafted
         assert "location" not in answer.headers and "payroll" not in answer.text, crafted
     # The admin reads the whole log, the payroll table's creation included.
     assert secret in positions(_as(authed, alice, "/ui/events").text)
