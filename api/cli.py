@@ -21,6 +21,7 @@ from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
+from icelog.api.dev_idp import command as dev_idp
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.http import ascii_int
 from icelog.api.logs import configure_logging, uvicorn_log_options
@@ -466,6 +467,10 @@ def _clients_duckdb_load(_args: argparse.Namespace, _settings: Settings) -> int:
     return 0
 
 
+def _dev_idp(args: argparse.Namespace, _settings: Settings) -> int:
+    return dev_idp.run(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -574,6 +579,11 @@ def main(argv: list[str] | None = None) -> int:
         "duckdb-load", help="DuckDB LOAD statements for the iceberg extension (no download)"
     )
     load.set_defaults(run=_clients_duckdb_load)
+    idp = sub.add_parser(
+        "dev-idp", help="a local OpenID provider for trying auth (development only)"
+    )
+    dev_idp.add_arguments(idp)
+    idp.set_defaults(run=_dev_idp)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -584,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_format, settings.log_level)
     # Only `serve` and `migrate` create a catalog; every other command reads one, and must
     # not leave an empty catalog behind where there was none.
-    checks_itself = (_serve, _migrate, _publish, _clients_spark_jar, _clients_duckdb_load)
+    checks_itself = (_serve, _migrate, _publish, _clients_spark_jar, _clients_duckdb_load, _dev_idp)
     if args.run not in checks_itself and not catalog_exists(settings):
         return _no_catalog(settings)
     try:
