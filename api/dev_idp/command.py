@@ -169,6 +169,7 @@ def load_key(path: Path) -> rsa.RSAPrivateKey:
             serialization.NoEncryption(),
         )
         try:
+            path.parent.mkdir(parents=True, exist_ok=True)
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
             raise UsageError(f"--key-file {path}: {exc.strerror or exc}") from None

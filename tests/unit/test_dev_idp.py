@@ -157,7 +157,7 @@ def test_a_code_is_bound_to_its_pkce_verifier(idp: DevIdentityProvider) -> None:
 
 
 def test_a_kept_key_outlives_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "dev-idp.pem"
+    path = tmp_path / "not-yet" / "dev-idp.pem"
     first = load_key(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     again = load_key(path)
