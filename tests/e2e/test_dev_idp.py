@@ -231,3 +231,21 @@ def test_it_will_not_listen_where_other_machines_reach_it_unless_told() -> None:
     assert done.stdout == "" and "refusing to listen on 0.0.0.0" in done.stderr
     with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
         probe.connect(("127.0.0.1", port))
+    # Told, it listens there, and says what that means.
+    told = subprocess.Popen(
+        [str(ICELOG_BIN), "dev-idp", "--host", "0.0.0.0", "--port", str(port),  # noqa: S104
+         "--allow-remote", "--issuer", f"http://127.0.0.1:{port}"],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert told.stdout is not None and told.stderr is not None
+        first = told.stdout.readline()
+        assert first.startswith(
+            f"icelog dev-idp: an OpenID provider for development at http://127.0.0.1:{port}"
+        )
+        warning = told.stderr.readline()
+        assert warning.startswith("WARNING: icelog dev-idp listens on 0.0.0.0")
+        assert "anyone who reaches it can sign in as anyone" in warning
+    finally:
+        told.terminate()
+        told.wait(timeout=10)

@@ -82,6 +82,13 @@ def test_discovery_names_the_login_page(idp: DevIdentityProvider) -> None:
     assert httpx.get(found["jwks_uri"]).json()["keys"][0]["kid"] == idp.signing_kid
 
 
+def test_an_issuer_given_is_the_uri_it_announces() -> None:
+    with DevIdentityProvider(issuer="http://idp.dev.example:8180/") as provider:
+        found = httpx.get(f"http://127.0.0.1:{provider.port}/.well-known/openid-configuration")
+        assert found.json()["issuer"] == "http://idp.dev.example:8180"
+        assert found.json()["token_endpoint"] == "http://idp.dev.example:8180/token"
+
+
 def _sign_in(idp: DevIdentityProvider, field: str, name: str) -> dict[str, object]:
     """The login page's form, sent as a browser would: the claims of the token the code
     is then exchanged for (the console's callback)."""
