@@ -39,6 +39,11 @@ class UsageError(ValueError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "A local OpenID provider for trying icelog's authentication (docs/auth.md, "
+        '"Try auth locally"): users you name, a login page for the console, client '
+        "credentials for engines. Development only: anyone who reaches it can sign in as anyone."
+    )
     parser.add_argument(
         "--user",
         action="append",
@@ -61,7 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--audience", default="icelog", help="the tokens' aud (default icelog)")
     parser.add_argument(
-        "--token-lifetime", type=int, default=3600, metavar="SECONDS", help="default 3600"
+        "--token-lifetime",
+        type=int,
+        default=3600,
+        metavar="SECONDS",
+        help="how long its tokens live (default 3600)",
     )
     parser.add_argument(
         "--key-file",
