@@ -13,8 +13,13 @@ relations their principals hold on the object and on every ancestor (top-down in
 - server `operator`: everything; server `admin`: the server's users and projects (rename,
   delete, grant their admin roles), but no data inside them.
 
-Bottom-up navigation (a grant on a table lets its holder see the namespaces above it in
-lists) is a list filter's concern (`navigable`), not a right on the containers.
+Bottom-up navigation (Lakekeeper's `visible_below`): a grant of a `NAVIGATING` relation on a
+table lets its holder find their way to it — the `navigate` capability on each namespace,
+the warehouse and the project above it: read their metadata and the warehouse's config,
+list them, the lists filtered to the way to what they hold (`navigable` in the list
+queries). Whether someone holds such a grant below an object is a read-model question, so
+the authorizer adds `navigate` (`NAVIGATION`); `describe` implies it. `navigate` gives
+nothing else: no contents beyond that way, no create, no warehouse-wide reads.
 """
 
 from __future__ import annotations
@@ -51,6 +56,13 @@ RELATIONS: Mapping[Kind, frozenset[str]] = {
     "view": frozenset(_DATA),
     "role": frozenset({"assignee", "ownership"}),
 }
+
+# The relations whose grant, anywhere below a container, lets its holder navigate to it:
+# those that let the holder see the object itself (`describe` and what includes it).
+NAVIGATING: frozenset[str] = frozenset({"ownership", "modify", "select", "create", "describe"})
+# The kinds a grant below can make navigable (containers of the catalog's tree).
+NAVIGABLE_KINDS: frozenset[str] = frozenset({"project", "warehouse", "namespace"})
+NAVIGATION: frozenset[str] = frozenset({"navigate"})
 
 # What holding a relation somewhere lets its holder do there and below (capabilities).
 _EXPANDS: Mapping[str, frozenset[str]] = {
@@ -134,6 +146,8 @@ def capabilities(
             found |= granted - _LOCAL
             if obj.kind == "server" and relation == "admin" and depth == 1:
                 found |= _ADMIN_REACH.get(chain[0].kind, frozenset())
+    if "describe" in found:  # who may see everything in an object may find their way in it
+        found |= NAVIGATION
     return frozenset(found)
 
 
@@ -189,22 +203,29 @@ ACTIONS: Mapping[Kind, Mapping[str, str]] = {
         "delete_users": "server_admin", "list_users": "server_admin",
         "provision_users": "server_admin", "read_assignments": "server_admin",
     },
+    # `navigate` (a grant below, or describe): the object itself and lists filtered to the
+    # way down (Lakekeeper's `can_get_metadata` and what derives from it); `list_everything`
+    # and the rest need describe — what reads a warehouse whole is not filtered.
     "project": {
         "create_warehouse": "create", "delete": "administer", "rename": "administer",
-        "list_warehouses": "describe", "create_role": "create_role", "list_roles": "describe",
-        "search_roles": "describe", "read_assignments": "pass_grants",
+        "get_metadata": "navigate", "list_warehouses": "navigate",
+        "include_in_list": "navigate", "create_role": "create_role",
+        "list_roles": "describe", "search_roles": "describe", "read_assignments": "pass_grants",
     },
     "warehouse": {
         "create_namespace": "create", "delete": "modify", "modify_storage": "modify",
-        "modify_storage_credential": "modify", "get_config": "describe",
-        "get_metadata": "describe", "list_namespaces": "describe", "rename": "modify",
+        "modify_storage_credential": "modify", "get_config": "navigate",
+        "get_metadata": "navigate", "list_namespaces": "navigate", "use": "navigate",
+        "include_in_list": "navigate", "list_everything": "describe", "rename": "modify",
         "list_deleted_tabulars": "describe", "read_assignments": "pass_grants",
         "change_ownership": "manage_grants", "get_all_tasks": "describe",
         "control_all_tasks": "modify", "set_protection": "modify",
     },
     "namespace": {
         "create_table": "create", "create_view": "create", "create_namespace": "create",
-        "delete": "modify", "update_properties": "modify", "get_metadata": "describe",
+        "delete": "modify", "update_properties": "modify", "get_metadata": "navigate",
+        "list_namespaces": "navigate", "list_tables": "navigate", "list_views": "navigate",
+        "include_in_list": "navigate", "list_everything": "describe",
         "read_assignments": "pass_grants", "change_ownership": "manage_grants",
         "set_protection": "modify",
         # Functions (ADR 0017) are not objects of their own for grants: their namespace's.

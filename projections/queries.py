@@ -15,7 +15,7 @@ from psycopg.rows import tuple_row
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import SEPARATOR, NamespaceName
-from icelog.domain.permissions import ObjectRef
+from icelog.domain.permissions import NAVIGATING, ObjectRef
 from icelog.domain.task import PURGE_QUEUE
 from icelog.projections import location_overlap
 
@@ -44,19 +44,31 @@ def decode_token(token: str) -> str:
     return decoded
 
 
-def _navigable(principal_ids: list[str]) -> tuple[str, tuple[str, ...]]:
-    """SQL on namespace row `n`: the principals hold a grant on it, on a namespace inside it,
-    or on a table or view inside it. Prefixes compare by `substr`, not LIKE, so that `%` and
-    `_` in names mean nothing."""
+_RELATIONS = tuple(sorted(NAVIGATING))
+
+
+def _held(principal_ids: list[str]) -> tuple[str, tuple[str, ...]]:
+    """SQL on grant row `g`: one of these principals holds it, and it is of a relation that
+    lets its holder see its object (`NAVIGATING`) — what makes the way to it navigable."""
     marks = ", ".join("?" for _ in principal_ids)
+    relations = ", ".join("?" for _ in _RELATIONS)
+    clause = f"g.principal_id IN ({marks}) AND g.relation IN ({relations})"
+    return clause, (*principal_ids, *_RELATIONS)
+
+
+def _navigable(principal_ids: list[str]) -> tuple[str, tuple[str, ...]]:
+    """SQL on namespace row `n`: the principals hold a `NAVIGATING` grant on it, on a
+    namespace inside it, or on a table or view inside it. Prefixes compare by `substr`, not
+    LIKE, so that `%` and `_` in names mean nothing."""
+    held, params = _held(principal_ids)
     inside = "(d.ns_key = n.ns_key OR substr(d.ns_key, 1, length(n.ns_key) + 1) = n.ns_key || ?)"
     clause = (
         "(EXISTS (SELECT 1 FROM icelog_grants g JOIN icelog_namespaces d ON d.id = g.object_id "
-        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND g.principal_id IN ({marks})) "
+        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND {held}) "
         "OR EXISTS (SELECT 1 FROM icelog_grants g JOIN icelog_tabulars d ON d.id = g.object_id "
-        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND g.principal_id IN ({marks})))"
+        f"WHERE d.warehouse_id = n.warehouse_id AND {inside} AND {held}))"
     )
-    return clause, (SEPARATOR, *principal_ids, SEPARATOR, *principal_ids)
+    return clause, (SEPARATOR, *params, SEPARATOR, *params)
 
 
 class CatalogQueries:
@@ -189,22 +201,25 @@ class CatalogQueries:
         return [(r[0], r[1], r[2], r[3]) for r in self.rows(sql, params)]
 
     def places_held(self, principal_ids: list[str]) -> tuple[set[str], set[str]]:
-        """(project ids, warehouse ids) the principals hold a grant in or below, in one
-        query whatever the number of grants (no lookup per granted object)."""
+        """(project ids, warehouse ids) the principals hold a grant in or below — any grant
+        on a project; on a warehouse and below, a `NAVIGATING` one, as `holds_below` —
+        in one query whatever the number of grants (no lookup per granted object)."""
         if not principal_ids:
             return set(), set()
         marks = ", ".join("?" for _ in principal_ids)
-        held = f"g.principal_id IN ({marks})"
+        held, params = _held(principal_ids)
         rows = self.rows(
             "SELECT g.object_kind, g.object_id FROM icelog_grants g "
-            f"WHERE {held} AND g.object_kind IN ('project', 'warehouse') "
+            f"WHERE g.principal_id IN ({marks}) AND g.object_kind = 'project' "
+            "UNION SELECT g.object_kind, g.object_id FROM icelog_grants g "
+            f"WHERE {held} AND g.object_kind = 'warehouse' "
             "UNION SELECT 'warehouse', n.warehouse_id FROM icelog_grants g "
             f"JOIN icelog_namespaces n ON n.id = g.object_id WHERE {held} "
             "AND g.object_kind = 'namespace' "
             "UNION SELECT 'warehouse', t.warehouse_id FROM icelog_grants g "
             f"JOIN icelog_tabulars t ON t.id = g.object_id WHERE {held} "
             "AND g.object_kind IN ('table', 'view')",
-            tuple(principal_ids) * 3,
+            (*principal_ids, *params, *params, *params),
         )
         projects = {r[1] for r in rows if r[0] == "project"}
         warehouses = {r[1] for r in rows if r[0] == "warehouse"}
@@ -216,6 +231,43 @@ class CatalogQueries:
             )
             projects.update(str(r[0]) for r in found)
         return projects, warehouses
+
+    def holds_below(self, principal_ids: list[str], obj: ObjectRef) -> bool:
+        """Whether the principals hold a `NAVIGATING` grant inside `obj` (a project,
+        warehouse or namespace; a namespace counts itself too): one query, by the grants'
+        principal index."""
+        if not principal_ids or obj.kind not in ("project", "warehouse", "namespace"):
+            return False
+        if obj.kind == "namespace":
+            clause, params = _navigable(principal_ids)
+            found = self.row(
+                f"SELECT 1 FROM icelog_namespaces n WHERE n.id = ? AND {clause}",
+                (obj.id, *params),
+            )
+            return found is not None
+        held, params = _held(principal_ids)
+        if obj.kind == "warehouse":
+            where, place = "d.warehouse_id = ?", (obj.id,)
+        else:
+            where = (
+                "d.warehouse_id IN (SELECT w.id FROM icelog_warehouses w WHERE w.project_id = ?)"
+            )
+            place = (obj.id,)
+        sql = (
+            "SELECT 1 FROM icelog_grants g JOIN icelog_namespaces d ON d.id = g.object_id "
+            f"WHERE {where} AND {held} "
+            "UNION ALL SELECT 1 FROM icelog_grants g JOIN icelog_tabulars d "
+            f"ON d.id = g.object_id WHERE {where} AND {held}"
+        )
+        args: tuple[str, ...] = (*place, *params, *place, *params)
+        if obj.kind == "project":  # a grant on one of its warehouses is inside it too
+            sql += (
+                " UNION ALL SELECT 1 FROM icelog_grants g JOIN icelog_warehouses d "
+                f"ON d.id = g.object_id WHERE d.project_id = ? AND {held}"
+            )
+            args = (*args, obj.id, *params)
+        found = self.row(f"SELECT EXISTS ({sql})", args)
+        return found is not None and bool(found[0])
 
     _ROLE_COLUMNS = "id, project_id, name, description, created_at, updated_at"
 
@@ -377,12 +429,11 @@ class CatalogQueries:
         )
         params: tuple[Any, ...] = (warehouse_id, ns.key, kind, after)
         if visible_to is not None:
-            # Only what they hold a grant on (the caller may not describe the namespace).
-            marks = ", ".join("?" for _ in visible_to)
-            sql += (
-                f" AND id IN (SELECT object_id FROM icelog_grants WHERE principal_id IN ({marks}))"
-            )
-            params = (*params, *visible_to)
+            # Only what they may see, by a grant on it (the caller may not describe the
+            # namespace, only navigate it).
+            held, extra = _held(visible_to)
+            sql += f" AND id IN (SELECT g.object_id FROM icelog_grants g WHERE {held})"
+            params = (*params, *extra)
         return self._names_page(sql + " ORDER BY name", params, size)
 
     def load_tabular(

@@ -28,6 +28,8 @@ from icelog.domain.errors import (
 from icelog.domain.identifiers import NIL_UUID, SERVER_ID, NamespaceName, namespace_id
 from icelog.domain.permissions import (
     KINDS,
+    NAVIGABLE_KINDS,
+    NAVIGATION,
     ObjectRef,
     PrincipalRef,
     capabilities,
@@ -39,7 +41,7 @@ SERVER = ObjectRef("server", str(SERVER_ID))
 T = TypeVar("T")
 EVERYTHING = frozenset(
     {"ownership", "modify", "select", "describe", "create", "manage_grants", "pass_grants",
-     "grant_data_admin", "administer", "create_role", "server_admin"}
+     "grant_data_admin", "administer", "create_role", "server_admin", "navigate"}
 )  # fmt: skip
 
 
@@ -106,6 +108,11 @@ class GrantSource(Protocol):
         object_kind: str | None = None,
     ) -> list[tuple[str, str, str, str]]:
         """(object kind, object id, relation, principal id) of every grant they hold."""
+        ...
+
+    def holds_below(self, principal_ids: list[str], obj: ObjectRef) -> bool:
+        """Whether they hold a `NAVIGATING` grant on something inside `obj` (a project,
+        warehouse or namespace): what lets them navigate to it (bottom-up)."""
         ...
 
 
@@ -398,7 +405,13 @@ class GrantAuthorizer:
             if kind in KINDS:
                 held.setdefault(ObjectRef(kind, object_id), set()).add(relation)
         own = frozenset(held.get(obj, set()))
-        return capabilities(chain, held), own
+        caps = capabilities(chain, held)
+        # Part of the decision, so cached, cleared and confirmed with it: a revoke below
+        # ends the way in as it ends the right itself.
+        below = "navigate" not in caps and obj.kind in NAVIGABLE_KINDS
+        if below and self.grants.holds_below(sorted(p.id for p in principals), obj):
+            caps |= NAVIGATION
+        return caps, own
 
     def chain(self, obj: ObjectRef, *, fresh: bool = False) -> list[ObjectRef]:
         """`obj` and its ancestors up to the server (NotFoundError when it is gone)."""

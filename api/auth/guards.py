@@ -67,11 +67,12 @@ def _hidden(obj: ObjectRef, what: str) -> NotFoundError:
 
 def _sees(request: Request, obj: ObjectRef, caps: frozenset[str], own: frozenset[str]) -> bool:
     """Whether the caller may know that `obj` exists: `describe` on it (from it or from
-    above). A role is also seen by its members and owner; a project by whoever holds any
-    capability on it (a server admin, a role creator) or any grant in it (what the
-    project list shows, `visible`), and the default (nil) project, which `/info` names,
-    by everyone."""
-    if "describe" in caps:
+    above), or — a project, warehouse or namespace — `navigate` (a grant inside it: it is
+    on the way to what they hold, and lists show it). A role is also seen by its members
+    and owner; a project by whoever holds any capability on it (a server admin, a role
+    creator) or any grant in it (what the project list shows, `visible`), and the default
+    (nil) project, which `/info` names, by everyone."""
+    if "describe" in caps or "navigate" in caps:
         return True
     if obj.kind == "role":
         return bool(caps or own)
@@ -353,8 +354,12 @@ def on_warehouse_sign(request: Request, body: Any, query: Any) -> None:
 
 
 def on_list(kind: str) -> Guard:
-    """Lists are filtered to what the caller may see (`visible_to` in the list query) unless
-    they may describe the container; see `list_filter`."""
+    """A list needs `list_<kind>s` on its container — `navigate`: describe, or a grant
+    inside it — and is filtered to what the caller may see (`visible_to` in the list
+    query: the way to what they hold) unless they may describe the container; see
+    `list_filter`. A container they may not even navigate answers as one that does not
+    exist (by the name they gave)."""
+    action = f"list_{kind}s"
 
     def guard(request: Request, body: Any, query: Any) -> None:
         if kind == "namespace" and getattr(query, "parent", None):
@@ -368,10 +373,9 @@ def on_list(kind: str) -> Guard:
         else:
             namespace = _path_namespace(request)
             container, what = namespace_ref(request, namespace), namespace.dotted
-        caps, _ = _decide(request, principals(request), container, what)
+        caps = require(request, container, action, what)
         if "describe" not in caps:
             request.state.visible_to = sorted(p.id for p in principals(request))
-            request.state.hidden = (container, what)
 
     return cache_first(guard)
 
@@ -380,13 +384,6 @@ def list_filter(request: Request) -> list[str] | None:
     """The principal ids a list is filtered to, or None: everything."""
     found = getattr(request.state, "visible_to", None)
     return cast(list[str] | None, found)
-
-
-def hide_empty(request: Request, items: list[Any]) -> None:
-    """A filtered list that came back empty: the container does not exist for this caller."""
-    hidden = getattr(request.state, "hidden", None)
-    if hidden is not None and not items and not getattr(request.state, "page_token", None):
-        raise _hidden(*hidden)  # worded as for a container that does not exist
 
 
 def authorization_on(request: Request) -> bool:

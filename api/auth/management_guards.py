@@ -65,11 +65,12 @@ def on(kind: Kind, param: str, action: str) -> Guard:
 
 
 def on_events(request: Request, body: Any, query: Any) -> None:
-    """The log of one warehouse for whoever may describe it; all of it for the server's
-    admin (auditors are given `admin` or `operator`)."""
+    """The log of one warehouse for whoever may describe it (`list_everything`: the log
+    names everything in it, so a grant inside it is not enough); all of it for the
+    server's admin (auditors are given `admin` or `operator`)."""
     warehouse = getattr(query, "warehouse_id", None)
     if warehouse is not None:
-        require(request, ObjectRef("warehouse", str(warehouse)), "get_metadata")
+        require(request, ObjectRef("warehouse", str(warehouse)), "list_everything")
     else:
         require(request, SERVER, "read_assignments")
 

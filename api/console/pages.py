@@ -529,9 +529,9 @@ async def namespace(request: Request) -> Response:
         context["views"] = [v["name"] for v in ns["views"] if not v.get("soft-deleted")]
     else:
         segment = {"prefix": wid, "namespace": namespace_segment(levels)}
-        # Someone with a grant below the namespace may list what they hold in it without
-        # being allowed to load the namespace itself (its properties show the refusal), and
-        # the API answers a list filtered to nothing as "does not exist": an empty part here.
+        # Each part may be refused on its own (shown in place): someone with a grant below
+        # the namespace loads it and lists the way to what they hold (docs/auth.md, "What
+        # each right allows"); the page fails only when every part does.
         loaded, context["properties_error"] = await attempt(
             call(request, "loadNamespace", path=segment)
         )

@@ -6,7 +6,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.guards import may, places_held, require
+from icelog.api.auth.guards import require
 from icelog.api.models.catalog import CatalogConfig, ConfigQuery
 from icelog.api.routes import services
 from icelog.domain.errors import BadRequestError, NoSuchWarehouseError
@@ -77,13 +77,10 @@ def get_config(request: Request, query: ConfigQuery) -> CatalogConfig:
     else:
         warehouse_id = svc.default_warehouse_id()
     if request.app.state.authorizer.enabled:
-        # A grant anywhere in the warehouse (a namespace, a table) is enough to reach it:
-        # an engine configures itself here before it touches the one object it may use.
-        warehouse_ref = ObjectRef("warehouse", warehouse_id)
-        if not may(request, warehouse_ref, "get_config") and (
-            warehouse_id not in places_held(request)[1]
-        ):
-            require(request, warehouse_ref, "get_config", wanted or "")
+        # `get_config` is `navigate`: a grant anywhere in the warehouse (a namespace, a
+        # table, a view) is enough to reach it — an engine configures itself here before
+        # it touches the one object it may use. Anyone else: "does not exist", as asked.
+        require(request, ObjectRef("warehouse", warehouse_id), "get_config", wanted or "")
     return CatalogConfig(
         defaults={},
         overrides={"prefix": warehouse_id, "namespace-separator": "%1F"},

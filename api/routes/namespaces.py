@@ -6,7 +6,7 @@ from uuid import UUID
 
 from starlette.requests import Request
 
-from icelog.api.auth.guards import hide_empty, list_filter
+from icelog.api.auth.guards import list_filter
 from icelog.api.http import context, namespace_from_query, namespace_param, page_of
 from icelog.api.models.catalog import (
     CreateNamespaceRequest,
@@ -37,7 +37,6 @@ def list_namespaces(request: Request, query: ListNamespacesQuery) -> ListNamespa
     names, next_token = svc.queries.list_namespaces(
         warehouse_id, parent, token, size, visible_to=list_filter(request)
     )
-    hide_empty(request, names)
     return ListNamespacesResponse(namespaces=names, next_page_token=next_token)
 
 

@@ -36,17 +36,18 @@ from icelog.api.models.permissions import (
 )
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
-from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchRoleError
+from icelog.domain.errors import BadRequestError, ForbiddenError, NoSuchRoleError, NotFoundError
 from icelog.domain.identifiers import namespace_id
 from icelog.domain.permissions import (
     ACTIONS,
+    NAVIGATING,
     Kind,
     ObjectRef,
     PrincipalRef,
     allowed_actions,
     allows,
 )
-from icelog.projections.queries import decode_token, encode_token
+from icelog.projections.queries import CatalogQueries, decode_token, encode_token
 
 
 def authorizer(request: Request) -> Authorizer:
@@ -166,7 +167,7 @@ def get_access(
         auth = authorizer(request)
         position = None
         if query.as_of is not None and auth.enabled:
-            past = GrantsAsOf(_indexer(request), _moment(query.as_of))
+            past = GrantsAsOf(_indexer(request), _moment(query.as_of), services(request).queries)
             position = past.position
             auth = GrantAuthorizer(services(request).queries, grants=past)
         if query.principal_user is not None or query.principal_role is not None:
@@ -319,11 +320,33 @@ def _moment(value: str) -> tuple[int | None, int | None]:
 
 
 class GrantsAsOf:
-    """The grants as they were at a past moment (the catalog history's grant versions)."""
+    """The grants as they were at a past moment (the catalog history's grant versions); the
+    objects' places in the tree are read as they are now (`queries`), as for the checks."""
 
-    def __init__(self, indexer: Indexer, moment: tuple[int | None, int | None]) -> None:
+    def __init__(
+        self, indexer: Indexer, moment: tuple[int | None, int | None], queries: CatalogQueries
+    ) -> None:
         self.indexer = indexer
+        self.queries = queries
         self.position = indexer.resolve(moment)
+
+    def holds_below(self, principal_ids: list[str], obj: ObjectRef) -> bool:
+        """Whether a `NAVIGATING` grant they held then lies inside `obj` now."""
+        for kind, object_id, relation, _ in self.grants_held(principal_ids):
+            if relation not in NAVIGATING or kind not in (
+                "warehouse",
+                "namespace",
+                "table",
+                "view",
+            ):
+                continue
+            try:
+                above = ancestors(self.queries, ObjectRef(cast(Kind, kind), object_id))[1:]
+            except NotFoundError:
+                continue  # gone since: nothing inside it to find a way to
+            if obj in above:
+                return True
+        return False
 
     def grants_held(
         self,

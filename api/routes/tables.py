@@ -11,7 +11,6 @@ from starlette.responses import Response
 
 from icelog.api.auth.guards import (
     data_rights,
-    hide_empty,
     list_filter,
     may_cover_files,
     new_table_rights,
@@ -158,7 +157,6 @@ def list_tabulars(request: Request, kind: str, query: PageQuery) -> ListTablesRe
     names, next_token = svc.queries.list_tabulars(
         warehouse_id, ns, kind, token, size, visible_to=list_filter(request)
     )
-    hide_empty(request, names)
     return ListTablesResponse(
         identifiers=[TableIdentifier(namespace=ns.as_list(), name=n) for n in names],
         next_page_token=next_token,

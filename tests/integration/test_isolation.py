@@ -84,11 +84,16 @@ def test_a_grant_on_one_table_opens_exactly_the_way_to_it(authed: Authed) -> Non
     assert _call(authed, alice, "POST", path, json=grant).status_code == 204
     base = f"/catalog/v1/{prefix}"
     # Config works (he has something in the warehouse); lists show only the way to `x`.
+    config = _call(authed, bob, "GET", "/catalog/v1/config", params={"warehouse": "default"})
+    assert config.json()["overrides"]["prefix"] == prefix
     namespaces = _call(authed, bob, "GET", f"{base}/namespaces").json()["namespaces"]
     assert namespaces == [["sales"]]
     inner = _call(authed, bob, "GET", f"{base}/namespaces", params={"parent": "sales"})
     assert inner.json()["namespaces"] == [["sales", "eu"]]
-    assert _call(authed, bob, "GET", f"{base}/namespaces/sales/tables").status_code == 404
+    # `sales` is on his way: its list of tables is his (none), not "does not exist".
+    tables_on_the_way = _call(authed, bob, "GET", f"{base}/namespaces/sales/tables")
+    assert tables_on_the_way.status_code == 200 and tables_on_the_way.json()["identifiers"] == []
+    assert _call(authed, bob, "GET", f"{base}/namespaces/hr/tables").status_code == 404
     tables = _call(authed, bob, "GET", f"{base}/namespaces/sales%1Feu/tables").json()
     assert [t["name"] for t in tables["identifiers"]] == ["x"]
     loaded = _call(authed, bob, "GET", f"{base}/namespaces/sales%1Feu/tables/x")
