@@ -164,3 +164,62 @@ def test_spark_with_a_token_and_with_client_credentials(
     )
     rows = spark.sql(f"SELECT id, data FROM {with_token}.auth_spark.t ORDER BY id").collect()
     assert [(r.id, r.data) for r in rows] == [(1, "a"), (2, "B"), (3, "c")]
+
+
+def _grant(server: CatalogServer, idp: TestIdentityProvider, path: str, user: str) -> None:
+    body = {"writes": [{"type": "select", "user": f"oidc~{user}"}]}
+    headers = {"Authorization": f"Bearer {idp.issue('alice')}"}
+    granted = httpx.post(
+        f"{server.base}/management/v1/permissions/{path}/assignments", json=body, headers=headers
+    )
+    assert granted.status_code == 204, granted.text
+
+
+def test_pyiceberg_with_only_a_namespace_or_a_table_grant(
+    server: CatalogServer, idp: TestIdentityProvider
+) -> None:
+    """Issue 32, item 2: select on one namespace (nina) or one table (otto) and nothing
+    else is enough to connect to the warehouse by name, find the way and read."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    alice = rest_catalog(server, token=idp.issue("alice"))
+    for namespace in ("nav_sales", "nav_hr"):
+        alice.create_namespace(namespace)
+    orders = alice.create_table("nav_sales.orders", schema=ROWS.schema)
+    orders.append(ROWS)
+    alice.create_table("nav_sales.refunds", schema=ROWS.schema)
+    alice.create_table("nav_hr.salaries", schema=ROWS.schema).append(ROWS)
+    headers = {"Authorization": f"Bearer {idp.issue('alice')}"}
+    warehouse = httpx.get(
+        f"{server.uri}/v1/config", params={"warehouse": "default"}, headers=headers
+    ).json()["overrides"]["prefix"]
+    found = httpx.get(
+        f"{server.base}/management/v1/warehouse/{warehouse}/namespace-id",
+        params={"namespace": "nav_sales"}, headers=headers,
+    )  # fmt: skip
+    _grant(server, idp, f"namespace/{found.json()['namespace-id']}", "nina")
+    table_id = orders.metadata.table_uuid
+    _grant(server, idp, f"warehouse/{warehouse}/table/{table_id}", "otto")
+
+    for reader in ("nina", "otto"):
+        catalog = load_catalog(
+            reader, type="rest", uri=server.uri, warehouse="default", token=idp.issue(reader)
+        )
+        assert catalog.list_namespaces() == [("nav_sales",)]
+        assert catalog.load_table("nav_sales.orders").scan().to_arrow().num_rows == 3
+        # The namespace on the way answers; what lies off it does not exist for them.
+        assert catalog.load_namespace_properties("nav_sales") is not None
+        with pytest.raises(NoSuchTableError):
+            catalog.load_table("nav_hr.salaries")
+        with pytest.raises(NoSuchNamespaceError):
+            catalog.list_tables("nav_hr")
+    nina = load_catalog("n", type="rest", uri=server.uri, warehouse="default",
+                        token=idp.issue("nina"))  # fmt: skip
+    assert sorted(nina.list_tables("nav_sales")) == [
+        ("nav_sales", "orders"),
+        ("nav_sales", "refunds"),
+    ]
+    otto = load_catalog("o", type="rest", uri=server.uri, warehouse="default",
+                        token=idp.issue("otto"))  # fmt: skip
+    assert otto.list_tables("nav_sales") == [("nav_sales", "orders")]

@@ -732,6 +732,52 @@ def test_a_user_sees_only_what_the_api_shows_them(
         page.context.close()
 
 
+def test_a_namespace_grant_finds_its_way_from_the_start_page(
+    browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
+) -> None:
+    """Nina holds select on `nav_sales` and nothing else (issue 32, item 2): she clicks from
+    the projects to the warehouse to her namespace and its table; `nav_hr` is nowhere."""
+    admin = idp.issue("oidc-alice")
+    catalog = rest_catalog(secured, token=admin)
+    for namespace in ("nav_sales", "nav_hr"):
+        catalog.create_namespace_if_not_exists(namespace)
+    schema = Schema(NestedField(1, "id", LongType()))
+    catalog.create_table("nav_sales.orders", schema)
+    catalog.create_table("nav_hr.salaries", schema)
+    wid = _warehouse_id(secured, admin)
+    headers = {"Authorization": f"Bearer {admin}"}
+    management = f"{secured.base}/management/v1"
+    nid = httpx.get(
+        f"{management}/warehouse/{wid}/namespace-id",
+        params={"namespace": "nav_sales"},
+        headers=headers,
+    ).json()["namespace-id"]
+    httpx.post(
+        f"{management}/permissions/namespace/{nid}/assignments",
+        json={"writes": [{"type": "select", "user": "oidc~oidc-nina"}]},
+        headers=headers,
+    ).raise_for_status()
+    page = _log_in(browser, secured, idp, "nina")
+    try:
+        page.get_by_role("link", name="default", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Project default")
+        page.get_by_role("link", name="default", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Warehouse default")
+        tree = page.locator("ul.tree")
+        expect(tree.get_by_role("link", name="nav_sales", exact=True)).to_be_visible()
+        expect(tree).not_to_contain_text("nav_hr")
+        expect(page.locator("[data-my-access]")).to_contain_text("get_config")
+        tree.get_by_role("link", name="nav_sales", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Namespace nav_sales")
+        page.get_by_role("link", name="orders", exact=True).click()
+        expect(page.locator("h1")).to_have_text("Table nav_sales.orders")
+        response = page.goto(f"/ui/warehouses/{wid}/namespace?ns=nav_hr")
+        assert response is not None and response.status == 404
+        expect(page.locator(".error")).to_contain_text("NoSuchNamespaceException")
+    finally:
+        page.context.close()
+
+
 def _log_in(browser: Browser, server: CatalogServer, idp: TestIdentityProvider, who: str) -> Page:
     """A browser logged in to the console as `who` (`oidc-<who>` at the test provider)."""
     idp.login_subject, idp.login_expires_in = f"oidc-{who}", 3600
