@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 from icelog.domain.permissions import (
     ACTIONS,
     KINDS,
+    NAVIGATION,
     RELATIONS,
     Kind,
     ObjectRef,
@@ -52,6 +55,35 @@ def test_grants_on_a_container_reach_everything_below() -> None:
     assert may(CHILD_NS, "get_metadata", held)
     assert not may(TABLE, "write_data", held) and not may(TABLE, "drop", held)
     assert not may(WAREHOUSE, "get_metadata", held), "never upwards"
+
+
+def test_the_way_in_is_navigation_and_nothing_more() -> None:
+    """`navigate` (a grant inside, added by the authorizer) gives a container's config,
+    metadata and filtered lists; describe gives it too; neither grant nor navigate gives
+    what reads the container whole, nor any create."""
+    way = NAVIGATION
+    for kind in ("project", "warehouse", "namespace"):
+        assert allows(kind, "get_metadata", way, frozenset())
+        assert allows(kind, "include_in_list", way, frozenset())
+    assert allows("warehouse", "get_config", way, frozenset())
+    for kind, action in (("warehouse", "list_namespaces"), ("namespace", "list_namespaces"),
+                         ("namespace", "list_tables"), ("namespace", "list_views"),
+                         ("project", "list_warehouses")):  # fmt: skip
+        assert allows(kind, action, way, frozenset())
+    refused = {
+        "project": ("create_warehouse", "list_roles", "create_role"),
+        "warehouse": ("list_everything", "list_deleted_tabulars", "get_all_tasks",
+                      "create_namespace", "modify_storage"),
+        "namespace": ("list_everything", "list_functions", "create_table", "create_namespace",
+                      "update_properties", "delete"),
+        "table": ("get_metadata", "read_data"),
+    }  # fmt: skip
+    for kind, actions in refused.items():
+        for action in actions:
+            assert not allows(cast(Kind, kind), action, way, frozenset()), (kind, action)
+    assert "navigate" in caps_on(CHILD_NS, {NS: {"describe"}}), "describe implies it"
+    assert "navigate" not in caps_on(CHILD_NS, {NS: {"pass_grants"}})
+    assert "navigate" not in caps_on(WAREHOUSE, {NS: {"select"}}), "never upwards by itself"
 
 
 def test_the_lattice() -> None:
