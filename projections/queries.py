@@ -15,7 +15,7 @@ from psycopg.rows import tuple_row
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import SEPARATOR, NamespaceName
-from icelog.domain.permissions import NAVIGATING, ObjectRef
+from icelog.domain.permissions import NAVIGABLE_KINDS, NAVIGATING, ObjectRef
 from icelog.domain.task import PURGE_QUEUE
 from icelog.projections import location_overlap
 
@@ -236,7 +236,7 @@ class CatalogQueries:
         """Whether the principals hold a `NAVIGATING` grant inside `obj` (a project,
         warehouse or namespace; a namespace counts itself too): one query, by the grants'
         principal index."""
-        if not principal_ids or obj.kind not in ("project", "warehouse", "namespace"):
+        if not principal_ids or obj.kind not in NAVIGABLE_KINDS:
             return False
         if obj.kind == "namespace":
             clause, params = _navigable(principal_ids)
