@@ -69,7 +69,7 @@ def test_the_way_in_is_navigation_and_nothing_more() -> None:
     for kind, action in (("warehouse", "list_namespaces"), ("namespace", "list_namespaces"),
                          ("namespace", "list_tables"), ("namespace", "list_views"),
                          ("project", "list_warehouses")):  # fmt: skip
-        assert allows(kind, action, way, frozenset())
+        assert allows(cast(Kind, kind), action, way, frozenset())
     refused = {
         "project": ("create_warehouse", "list_roles", "create_role"),
         "warehouse": ("list_everything", "list_deleted_tabulars", "get_all_tasks",
