@@ -15,18 +15,20 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import uvicorn
 
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
+from icelog.api.database_check import describe_connection_error, probe
 from icelog.api.dev_idp import command as dev_idp
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.http import ascii_int
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
-from icelog.api.services import Services, catalog_exists, open_catalog
+from icelog.api.services import Services, open_catalog
 from icelog.api.settings import PREFIX, Settings, SettingsError
 from icelog.projections import maintenance
 from icelog.projections.as_of import MAX_PAGE_SIZE
@@ -35,6 +37,7 @@ from icelog.projections.migrations import LATEST as LATEST_SCHEMA
 from icelog.projections.migrations import MigrationBusyError, SchemaError
 from icelog.projections.schema import READ_MODEL_TABLES
 from icelog.projections.secrets import SecretStore, SecretUnreadable
+from icelog.projections.sql import DatabaseUnavailableError
 from icelog.publishers.cloud_events import to_cloud_event, to_json
 from icelog.publishers.context import ContextResolver
 from icelog.publishers.sinks import SinkConfigError
@@ -190,8 +193,9 @@ def _publish(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"icelog: configuration error: {exc}", file=sys.stderr)
         return 2
-    if not catalog_exists(settings):
-        return _no_catalog(settings)
+    refused = _database_refusal(settings, creates=False)
+    if refused is not None:
+        return refused
     services = Services.build(settings)
     relay = build_relay(services, args.sink, sink)
 
@@ -593,20 +597,49 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(settings.log_format, settings.log_level)
     # Only `serve` and `migrate` create a catalog; every other command reads one, and must
-    # not leave an empty catalog behind where there was none.
-    checks_itself = (_serve, _migrate, _publish, _clients_spark_jar, _clients_duckdb_load, _dev_idp)
-    if args.run not in checks_itself and not catalog_exists(settings):
-        return _no_catalog(settings)
+    # not leave an empty catalog behind where there was none. `publish` says a mistake in
+    # its sink's settings first, then asks itself.
+    offline = (_clients_spark_jar, _clients_duckdb_load, _dev_idp)
+    if args.run not in (*offline, _publish):
+        refused = _database_refusal(settings, creates=args.run in (_serve, _migrate))
+        if refused is not None:
+            return refused
     try:
         code: int = args.run(args, settings)
     except SchemaError as exc:  # any command on a database this version cannot use
         print(f"icelog: {exc}", file=sys.stderr)
         return 2
+    except DatabaseUnavailableError as exc:  # reachable a moment ago, gone since
+        print(f"icelog: {_unavailable_text(settings, exc)}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # The reader went away (`icelog catalog at … | head`): not an error of ours.
         _quiet_stdout()
         return 0
     return code
+
+
+def _database_refusal(settings: Settings, *, creates: bool) -> int | None:
+    """The exit status when the command cannot go on with the configured database (after
+    saying why on stderr): 1 when it cannot be used (unreachable, missing, refused us),
+    2 when it holds no catalog and the command would not create one."""
+    found = probe(settings, creates=creates)
+    if found.problem is not None:
+        print(f"icelog: {found.problem}", file=sys.stderr)
+        return 1
+    if not creates and not found.catalog_found:
+        return _no_catalog(settings)
+    return None
+
+
+def _unavailable_text(settings: Settings, exc: BaseException) -> str:
+    """What became of the database, from the connection error underneath if there is one."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.OperationalError):
+            return describe_connection_error(settings, seen)
+        seen = seen.__cause__ or seen.__context__
+    return f"{exc} ({settings.database_url_redacted or settings.sqlite_path})"
 
 
 def _no_catalog(settings: Settings) -> int:

@@ -84,23 +84,6 @@ def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:
     )
 
 
-def catalog_exists(settings: Settings) -> bool:
-    """Whether there is a catalog to read at the configured place, without creating one:
-    the SQLite file, or the event table in the PostgreSQL database."""
-    if settings.database_url is None:
-        return settings.sqlite_path.is_file()
-    try:
-        with psycopg.connect(settings.database_url, connect_timeout=10) as conn:
-            found = conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace "
-                "n ON n.oid = c.relnamespace WHERE c.relname = 'icelog_events' "
-                "AND n.nspname = current_schema())"
-            ).fetchone()
-    except psycopg.OperationalError:
-        return False
-    return bool(found and found[0])
-
-
 def open_catalog(
     settings: Settings, *, upgrade_schema: bool | None = None
 ) -> tuple[Catalog, list[migrations.Step]]:

@@ -17,6 +17,7 @@ from icelog.api.services import Services
 from icelog.api.settings import Settings
 from tests.integration.conftest import SCHEMA
 from tests.support import postgres
+from tests.support.server import free_port
 
 
 def icelog(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -185,6 +186,76 @@ def test_read_commands_never_create_a_catalog(tmp_path: Path) -> None:
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         assert "no catalog at" in done.stderr and "ICELOG_DATA_DIR" in done.stderr
     assert not (tmp_path / "none").exists(), "nothing was created"
+
+
+# The commands that open the catalog on start: a server, the schema tool, a reader.
+STARTING = (["serve"], ["migrate"], ["events", "tail"])
+PG_ENV = {"ICELOG_SECRETS_KEY": postgres.TEST_SECRETS_KEY}
+
+
+def _fails_naming(url: str, *causes: str, commands: tuple[list[str], ...] = STARTING) -> None:
+    """Each command fails at once, exit 1, with one line naming the cause and the URL
+    without its password, and no traceback (every command asks the same check first)."""
+    for command in commands:
+        done = icelog(*command, env={"ICELOG_DATABASE_URL": url, **PG_ENV})
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.stdout == "", "nothing is announced"
+        [line] = done.stderr.splitlines()
+        assert line.startswith("icelog: cannot connect to postgresql://"), line
+        assert all(cause in line for cause in causes), (causes, line)
+        assert "s3cret" not in line, "never the password"
+
+
+@pytest.mark.postgres
+def test_a_wrong_port_is_a_refused_connection() -> None:
+    url = postgres.url_as(postgres.PG_USER, "postgres", "s3cret", port=free_port())
+    _fails_naming(url, "connection refused")
+
+
+@pytest.mark.postgres
+def test_a_missing_database_is_named() -> None:
+    _fails_naming(
+        postgres.url_as(postgres.PG_USER, "icelog_no_such_db"),
+        "database missing",
+        'database "icelog_no_such_db" does not exist',
+        commands=(["migrate"],),
+    )
+
+
+@pytest.mark.postgres
+def test_an_unknown_role_fails_authentication() -> None:
+    _fails_naming(
+        postgres.url_as("icelog_no_such_role", "postgres", "s3cret"),
+        "authentication failed",
+        'role "icelog_no_such_role" does not exist',
+        commands=(["serve"],),
+    )
+
+
+@pytest.mark.postgres
+def test_too_many_connections_is_named() -> None:
+    """A role whose CONNECTION LIMIT is used up (0 here) answers as a full server does."""
+    with postgres.temporary_role(connection_limit=0) as role:
+        url = postgres.url_as(role, "postgres")
+        _fails_naming(url, "too many connections", role, commands=(["events", "tail"],))
+
+
+def test_a_data_dir_that_is_a_file_or_a_catalog_that_is_not_sqlite(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    for command in (["serve"], ["events", "tail"]):
+        done = icelog(*command, env={"ICELOG_DATA_DIR": str(not_a_dir)})
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert done.stderr == f"icelog: ICELOG_DATA_DIR {not_a_dir} is not a directory\n"
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "catalog.db").write_text("not a database at all, not even close to one")
+    for command in (["migrate"], ["events", "tail"]):
+        done = icelog(*command, env={"ICELOG_DATA_DIR": str(garbage)})
+        assert done.returncode == 1, (command, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "catalog's SQLite database: file is not a database" in done.stderr
 
 
 def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:

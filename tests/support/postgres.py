@@ -50,3 +50,24 @@ def temporary_database() -> Iterator[str]:
         yield url
     finally:
         drop_database(url)
+
+
+@contextmanager
+def temporary_role(connection_limit: int = -1) -> Iterator[str]:
+    """A login role ``icelog_role_<random>`` (no superuser; `connection_limit` as CONNECTION
+    LIMIT, -1: none), dropped afterwards."""
+    name = f"icelog_role_{secrets.token_hex(6)}"
+    with _admin() as conn:
+        statement = sql.SQL("CREATE ROLE {} LOGIN CONNECTION LIMIT {}")
+        conn.execute(statement.format(sql.Identifier(name), sql.Literal(connection_limit)))
+    try:
+        yield name
+    finally:
+        with _admin() as conn:
+            conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+def url_as(role: str, dbname: str, password: str = "", port: int = PG_PORT) -> str:
+    """A URL of this server for another role, database, password or port."""
+    auth = role if not password else f"{role}:{password}"
+    return f"postgresql://{auth}@{PG_HOST}:{port}/{dbname}"
