@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import os
 import signal
+import string
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from icelog.api.services import Services, open_catalog
 from icelog.api.settings import PREFIX, Settings, SettingsError
 from icelog.projections import maintenance
 from icelog.projections.as_of import MAX_PAGE_SIZE
-from icelog.projections.audit_chain import AuditChain
+from icelog.projections.audit_chain import GENESIS, LINK_HEX_DIGITS, AuditChain
 from icelog.projections.migrations import LATEST as LATEST_SCHEMA
 from icelog.projections.migrations import MigrationBusyError, SchemaError
 from icelog.projections.schema import READ_MODEL_TABLES
@@ -281,11 +282,12 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
         for position, link in recorded_heads(services):
             if position <= verdict.head_position and chain.link_at(position) != link:
                 problems.append(f"recorded head {position}:{link} no longer matches the chain")
-        if args.expect:
-            position_text, _, link = args.expect.partition(":")
-            expected = ascii_int(position_text)
-            if expected is None or chain.link_at(expected) != link:
-                problems.append(f"the chain does not contain the expected head {args.expect}")
+        if args.expect is not None:
+            expected, link = args.expect
+            # Position 0 is the head of an empty log: the genesis link, before any event.
+            held = GENESIS.hex() if expected == 0 else chain.link_at(expected)
+            if held != link:
+                problems.append(f"the chain does not contain the expected head {expected}:{link}")
         print(
             f"checked {verdict.checked} event(s); chain head "
             f"{verdict.head_position}:{verdict.head_link}"
@@ -295,6 +297,20 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if problems else 0
     finally:
         services.close()
+
+
+def expected_head(text: str) -> tuple[int, str]:
+    """`--expect POSITION:LINK`: a log position and the chain's link there, as `icelog audit
+    chain` prints it. A typo is a usage error (exit 2), never a TAMPERED verdict."""
+    position_text, colon, link = text.partition(":")
+    position = ascii_int(position_text)
+    hex_only = all(c in string.hexdigits for c in link)
+    if not colon or position is None or len(link) != LINK_HEX_DIGITS or not hex_only:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not POSITION:LINK (a log position, a colon, then the "
+            f"{LINK_HEX_DIGITS} hex digits of the chain's link there)"
+        )
+    return position, link.lower()
 
 
 def _audit_export(args: argparse.Namespace, settings: Settings) -> int:
@@ -511,7 +527,11 @@ def main(argv: list[str] | None = None) -> int:
     chain.set_defaults(run=_audit_chain)
     verify = audit_sub.add_parser("verify", help="recompute the chain; exit 1 if tampered")
     verify.add_argument(
-        "--expect", default=None, metavar="POSITION:LINK", help="a head held outside the catalog"
+        "--expect",
+        type=expected_head,
+        default=None,
+        metavar="POSITION:LINK",
+        help="a head held outside the catalog",
     )
     verify.set_defaults(run=_audit_verify)
     export = audit_sub.add_parser("export-jsonl", help="a range of the log with chain links")

@@ -25,6 +25,8 @@ from eventsourcing.persistence import ApplicationRecorder
 from icelog.projections.sql import SqlStore, write_transaction
 
 GENESIS = bytes(32)
+# A link as stored, printed and published: the SHA-256 digest in lower-case hex.
+LINK_HEX_DIGITS = 2 * hashlib.sha256().digest_size
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS icelog_audit_chain ("
     "position BIGINT PRIMARY KEY, link TEXT NOT NULL)"

@@ -9,7 +9,7 @@ every other line is one stored event: {"position", "aggregate-id", "version", "t
 (docs/adr/0009-audit-hash-chain.md) and must equal the exported one; positions must increase.
 The last link is printed: compare it with a head held elsewhere (a published
 `icelog.audit.head-recorded.v1`), or pass it with --expect.
-Exit status 0 when everything matches, 1 otherwise.
+Exit status 0 when everything matches, 1 otherwise, 2 for a malformed argument.
 """
 
 from __future__ import annotations
@@ -68,10 +68,23 @@ def verify(lines: list[str], expect: str | None) -> tuple[bool, str]:
     return True, f"{count} event(s) verified; head {head}"
 
 
+def expected_head(text: str) -> str:
+    """POSITION:LINK as `icelog audit chain` prints it; a typo is a usage error (exit 2)."""
+    position, colon, link = text.partition(":")
+    if not (colon and position.isascii() and position.isdigit() and len(link) == 64) or any(
+        c not in "0123456789abcdefABCDEF" for c in link
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not POSITION:LINK (a log position, a colon, then the 64 hex digits "
+            "of the chain's link there)"
+        )
+    return f"{int(position)}:{link.lower()}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("export")
-    parser.add_argument("--expect", default=None, metavar="POSITION:LINK")
+    parser.add_argument("--expect", type=expected_head, default=None, metavar="POSITION:LINK")
     args = parser.parse_args()
     with open(args.export, encoding="utf-8") as handle:
         lines = [line for line in handle.read().splitlines() if line.strip()]

@@ -258,6 +258,50 @@ def test_a_data_dir_that_is_a_file_or_a_catalog_that_is_not_sqlite(tmp_path: Pat
         assert "catalog's SQLite database: file is not a database" in done.stderr
 
 
+MALFORMED_HEADS = (
+    "12:deadbeef",  # a link cut short
+    "12:" + "a" * 63,
+    "12:" + "a" * 65,
+    "12:" + "g" * 64,  # not hex
+    "-1:" + "a" * 64,
+    "x:" + "a" * 64,
+    "12" + "a" * 64,  # no colon
+    "",
+)
+
+
+def test_a_malformed_expected_head_is_a_usage_error(tmp_path: Path) -> None:
+    """`audit verify --expect` with a typo exits 2 with a usage message, says nothing of
+    tampering; the same for the offline verifier of exports."""
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    services = Services.build(Settings.from_env(env))
+    services.ensure_defaults()  # a few events to chain
+    services.close()
+    chained = icelog("audit", "chain", env=env)
+    held = chained.stdout.strip().rsplit(" ", 1)[1]
+    position, link = held.split(":")
+    export = tmp_path / "export.jsonl"
+    assert icelog("audit", "export-jsonl", "--out", str(export), env=env).returncode == 0
+    script = Path(__file__).resolve().parents[2] / "scripts" / "verify_export.py"
+    for head in MALFORMED_HEADS:
+        done = icelog("audit", "verify", f"--expect={head}", env=env)
+        assert done.returncode == 2, (head, done.stdout, done.stderr)
+        assert "TAMPERED" not in done.stdout and "usage:" in done.stderr
+        assert "is not POSITION:LINK" in done.stderr
+        offline = subprocess.run(
+            [sys.executable, str(script), str(export), f"--expect={head}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert offline.returncode == 2 and "is not POSITION:LINK" in offline.stderr, head
+    # Well formed: the held head passes (in upper case too); another link is tampering.
+    for good in (held, f"{position}:{link.upper()}"):
+        assert icelog("audit", "verify", "--expect", good, env=env).returncode == 0
+    wrong = icelog("audit", "verify", "--expect", f"{position}:{'0' * 64}", env=env)
+    assert wrong.returncode == 1 and "TAMPERED" in wrong.stdout
+
+
 def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     env = {**os.environ, "ICELOG_DATA_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-m", "icelog.api", "migrate"], env=env, check=True,
