@@ -27,6 +27,7 @@ from icelog.api.database_check import describe_connection_error, probe
 from icelog.api.dev_idp import command as dev_idp
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.http import ascii_int
+from icelog.api.listen import CannotListen, address_text, bound_port, listening_sockets
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
 from icelog.api.services import Services, open_catalog
@@ -85,6 +86,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if refusal is not None:
         print(f"icelog: {refusal}", file=sys.stderr)
         return 2
+    # The port first: nothing is announced (or migrated) for a server that cannot listen.
+    try:
+        sockets = listening_sockets(host, port)
+    except CannotListen as exc:
+        print(f"icelog: {exc}", file=sys.stderr)
+        return 1
+    port = bound_port(sockets, port)
     if not settings.auth.enabled:
         print(open_mode_warning(host), file=sys.stderr, flush=True)
     # Prepare the schema and the embedded defaults once, before any worker starts. SQLite:
@@ -104,7 +112,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     services.ensure_defaults()
     if args.workers > 1:
         services.close()
-        sys.stdout.flush()
+        _announce(settings, host, port, f", {args.workers} workers")
         sys.stderr.flush()
         os.execv(  # noqa: S606 - a fixed argument list, no shell
             sys.executable,
@@ -117,18 +125,32 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 str(args.workers),
                 settings.log_level,
                 settings.log_format,
+                ",".join(str(sock.fileno()) for sock in sockets),
             ],
         )
-    print(f"icelog serving http://{host}:{port}/catalog ({settings.backend})", flush=True)
-    print(f"console: open http://{host}:{port}/ui", flush=True)
     # uvicorn finishes in-flight requests on SIGTERM, then re-raises the signal it caught;
     # with the default handler that would kill the process before services.close().
     signal.signal(signal.SIGTERM, lambda *_: None)
     app = create_app(settings, services)
     freeze_startup_heap()
-    uvicorn.run(app, host=host, port=port, **uvicorn_options(settings))
-    services.close()
-    return 0
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, **uvicorn_options(settings)))
+    _announce(settings, host, port)
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:  # SIGINT, re-raised by uvicorn once it has shut down
+        pass
+    finally:
+        for sock in sockets:
+            sock.close()
+        services.close()
+    return 0 if server.started else 1
+
+
+def _announce(settings: Settings, host: str, port: int, workers: str = "") -> None:
+    """The banner, once the port is ours."""
+    base = f"http://{address_text(host, port)}"
+    print(f"icelog serving {base}/catalog ({settings.backend}{workers})", flush=True)
+    print(f"console: open {base}/ui", flush=True)
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -300,6 +304,78 @@ def test_a_malformed_expected_head_is_a_usage_error(tmp_path: Path) -> None:
         assert icelog("audit", "verify", "--expect", good, env=env).returncode == 0
     wrong = icelog("audit", "verify", "--expect", f"{position}:{'0' * 64}", env=env)
     assert wrong.returncode == 1 and "TAMPERED" in wrong.stdout
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def port_held() -> Iterator[int]:
+    """A port another process listens on, for as long as the block runs."""
+    listener = (
+        "import socket, time\n"
+        "s = socket.socket()\n"
+        "s.bind(('127.0.0.1', 0))\n"
+        "s.listen()\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", listener], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        yield int(holder.stdout.readline())
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_serve_on_a_busy_port_announces_nothing(tmp_path: Path) -> None:
+    """A second server on a port in use: one line saying so, a non-zero exit, no "serving"
+    line, no console address, and no catalog created — with one worker or several."""
+    with port_held() as port:
+        for workers in ("1", "2"):
+            done = icelog(
+                "serve", "--port", str(port), "--workers", workers,
+                env={"ICELOG_DATA_DIR": str(tmp_path / "data")},
+            )  # fmt: skip
+            assert done.returncode == 1, (done.stdout, done.stderr)
+            assert "serving" not in done.stdout + done.stderr and "console" not in done.stdout
+            assert done.stdout == ""
+            assert done.stderr == (
+                f"icelog: cannot listen on 127.0.0.1:{port}: address already in use\n"
+            )
+    assert not (tmp_path / "data").exists(), "nothing was prepared for a server that never ran"
+
+
+def test_scripts_serve_on_a_busy_port_announces_nothing(tmp_path: Path) -> None:
+    """`./scripts/serve` as a newcomer runs it, on a complete `.venv` (it installs nothing
+    then): the same one line and non-zero exit, nothing announced before."""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "scripts" / "serve", repo / "scripts" / "serve")
+    shutil.copy(REPO_ROOT / "pyproject.toml", repo / "pyproject.toml")
+    venv_bin = repo / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    # This interpreter, with icelog from this checkout, as the script's .venv.
+    for name, command in (("python", ""), ("icelog", " -m icelog.api")):
+        wrapper = venv_bin / name
+        wrapper.write_text(f'#!/bin/sh\nexec {sys.executable}{command} "$@"\n')
+        wrapper.chmod(0o755)
+    digest = hashlib.sha256((repo / "pyproject.toml").read_bytes()).hexdigest()
+    (repo / ".venv" / ".icelog-serve-deps").write_text(digest + "\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "ICELOG_DATA_DIR": str(tmp_path / "d")}
+    with port_held() as port:
+        done = subprocess.run(
+            ["bash", str(repo / "scripts" / "serve"), "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode != 0, (done.stdout, done.stderr)
+    assert done.stdout == "", "no banner, no console address"
+    assert done.stderr == f"icelog: cannot listen on 127.0.0.1:{port}: address already in use\n"
 
 
 def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
