@@ -22,7 +22,12 @@ import uvicorn
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.batched_writes import BatchedHttpProtocol
-from icelog.api.clients import ClientPackageMissing, duckdb_load_statements, spark_runtime_jar
+from icelog.api.clients import (
+    ClientPackageMissing,
+    duckdb_load_statements,
+    overview,
+    spark_runtime_jar,
+)
 from icelog.api.database_check import describe_connection_error, probe
 from icelog.api.dev_idp import command as dev_idp
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
@@ -30,7 +35,7 @@ from icelog.api.http import ascii_int
 from icelog.api.listen import CannotListen, address_text, bound_port, listening_sockets
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
-from icelog.api.services import Services, open_catalog
+from icelog.api.services import DEFAULT_WAREHOUSE_NAME, Services, open_catalog
 from icelog.api.settings import PREFIX, Settings, SettingsError
 from icelog.projections import maintenance
 from icelog.projections.as_of import MAX_PAGE_SIZE
@@ -513,6 +518,14 @@ def _dev_idp(args: argparse.Namespace, _settings: Settings) -> int:
     return dev_idp.run(args)
 
 
+def _clients_overview(_args: argparse.Namespace, settings: Settings) -> int:
+    """Every client at once: the catalog URI to give them, and where each one's parts are."""
+    host = settings.host if settings.host not in ("0.0.0.0", "::", "") else "127.0.0.1"  # noqa: S104
+    uri = f"http://{address_text(host, settings.port)}/catalog"
+    print("\n".join(overview(uri, DEFAULT_WAREHOUSE_NAME)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="icelog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -615,8 +628,14 @@ def main(argv: list[str] | None = None) -> int:
         "rotate", help="re-encrypt every credential under ICELOG_SECRETS_KEY"
     )
     rotate.set_defaults(run=_secrets_rotate)
-    clients = sub.add_parser("clients", help="what Spark and DuckDB need, offline")
-    clients_sub = clients.add_subparsers(dest="clients_command", required=True)
+    clients = sub.add_parser(
+        "clients",
+        help="where the clients are (alone), or what Spark and DuckDB need, offline",
+        description="Alone: the catalog URI, and where PyIceberg, Spark's Iceberg runtime jar "
+        "and DuckDB's extensions are installed.",
+    )
+    clients.set_defaults(run=_clients_overview)
+    clients_sub = clients.add_subparsers(dest="clients_command")
     jar = clients_sub.add_parser(
         "spark-jar", help="path of the Iceberg runtime jar for spark.jars (no Maven needed)"
     )
@@ -641,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
     # Only `serve` and `migrate` create a catalog; every other command reads one, and must
     # not leave an empty catalog behind where there was none. `publish` says a mistake in
     # its sink's settings first, then asks itself.
-    offline = (_clients_spark_jar, _clients_duckdb_load, _dev_idp)
+    offline = (_clients_overview, _clients_spark_jar, _clients_duckdb_load, _dev_idp)
     if args.run not in (*offline, _publish):
         refused = _database_refusal(settings, creates=args.run in (_serve, _migrate))
         if refused is not None:

@@ -378,6 +378,23 @@ def test_scripts_serve_on_a_busy_port_announces_nothing(tmp_path: Path) -> None:
     assert done.stderr == f"icelog: cannot listen on 127.0.0.1:{port}: address already in use\n"
 
 
+def test_clients_alone_says_where_every_client_is(tmp_path: Path) -> None:
+    """`icelog clients` prints the catalog URI and where each client's parts are — what the
+    two subcommands print, too — without a catalog or anything else running."""
+    env = {"ICELOG_PORT": "8282", "ICELOG_DATA_DIR": str(tmp_path / "none")}
+    done = icelog("clients", env=env)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    assert 'Iceberg REST catalog: http://127.0.0.1:8282/catalog (warehouse "default")' in said
+    assert 'uri="http://127.0.0.1:8282/catalog", warehouse="default"' in said
+    assert "PyIceberg 0.12.0" in said and "pyspark 3.5.9" in said and "DuckDB 1.5.5" in said
+    jar = icelog("clients", "spark-jar", env=env).stdout.strip()
+    assert f"  {jar}\n" in said
+    for statement in icelog("clients", "duckdb-load", env=env).stdout.splitlines():
+        assert f"  {statement}" in said
+    assert not (tmp_path / "none").exists(), "no catalog needed, none created"
+
+
 def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     env = {**os.environ, "ICELOG_DATA_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "-m", "icelog.api", "migrate"], env=env, check=True,
