@@ -19,6 +19,7 @@ from uuid import UUID
 import psycopg
 import uvicorn
 
+from icelog.api import cli_browse
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
 from icelog.api.batched_writes import BatchedHttpProtocol
@@ -595,6 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         help="objects read per page (the output is one document either way)",
     )
     at.set_defaults(run=_catalog_at)
+    cli_browse.add_commands(sub)  # namespaces, tables, history
     metadata = sub.add_parser("metadata", help="metadata files against the log")
     metadata_sub = metadata.add_subparsers(dest="metadata_command", required=True)
     mverify = metadata_sub.add_parser(

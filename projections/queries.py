@@ -436,6 +436,16 @@ class CatalogQueries:
             params = (*params, *extra)
         return self._names_page(sql + " ORDER BY name", params, size)
 
+    def tabulars_in(self, warehouse_id: str, ns: NamespaceName) -> list[dict[str, str]]:
+        """Every live table and view of a namespace, by name (`icelog tables`)."""
+        rows = self.rows(
+            "SELECT name, kind, id, metadata_location, created_at, updated_at "
+            "FROM icelog_tabulars WHERE warehouse_id = ? AND ns_key = ? ORDER BY name",
+            (warehouse_id, ns.key),
+        )
+        keys = ("name", "kind", "id", "metadata-location", "created-at", "updated-at")
+        return [dict(zip(keys, map(str, r), strict=True)) for r in rows]
+
     def load_tabular(
         self, warehouse_id: str, ns: NamespaceName, name: str, kind: str
     ) -> TabularRow | None:
