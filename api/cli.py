@@ -257,11 +257,12 @@ def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
             batch = log.read(position, 500)
             for item in batch:
                 position = item.position
+                context = resolver.resolve(item.event)
                 cloud = to_cloud_event(
                     item.event,
                     topic=item.topic,
                     position=item.position,
-                    context=resolver.resolve(item.event),
+                    context=context,
                     source=settings.publish.source,
                 )
                 if args.type and args.type not in cloud.get_type():
@@ -270,10 +271,12 @@ def _events_tail(args: argparse.Namespace, settings: Settings) -> int:
                     print(to_json(cloud).decode(), flush=True)
                 else:
                     time_ = cloud.get_time()
+                    warehouse = resolver.warehouse_name(context.warehouse_id)
                     print(
                         f"{item.position:>8}  {time_.isoformat() if time_ else '-'}  "
                         f"{cloud.get_type().removeprefix('io.icelog.'):<40} "
-                        f"{cloud.get_subject() or '-'}  {cloud.get_extension('actor') or '-'}",
+                        f"{warehouse or '-':<12} {cloud.get_subject() or '-'}  "
+                        f"{cloud.get_extension('actor') or '-'}",
                         flush=True,
                     )
             if not batch:

@@ -127,6 +127,18 @@ class ContextResolver:
             return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
         return EventContext(subject=str(agg_id))
 
+    def warehouse_name(self, warehouse_id: UUID | None) -> str | None:
+        """A warehouse's name: the last one the log showed on the way, else the one it has
+        now (a warehouse that no longer loads: None)."""
+        if warehouse_id is None:
+            return None
+        name = self._warehouse_names.get(warehouse_id)
+        if name is None:
+            loaded = self._load_at(warehouse_id, _LATEST)
+            if isinstance(loaded, Warehouse):
+                name = self._warehouse_names[warehouse_id] = loaded.name
+        return name
+
     def place_of(
         self, kind: str, object_id: str
     ) -> tuple[UUID | None, tuple[str, ...] | None, str | None]:

@@ -80,6 +80,18 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
                 f"{base}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA}
             )
             assert created.status_code == 200
+            other = client.post(
+                "/management/v1/warehouse",
+                json={
+                    "warehouse-name": "analytics",
+                    "storage-profile": {
+                        "type": "file",
+                        "base-location": (tmp_path / "analytics").as_uri(),
+                    },
+                    "delete-profile": {"type": "hard"},
+                },
+            ).json()["warehouse-id"]
+            client.post(f"/catalog/v1/{other}/namespaces", json={"namespace": ["ops"]})
             head = int(services.catalog.recorder.max_notification_id() or 0)
     finally:
         services.close()
@@ -87,7 +99,11 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
     assert lines.returncode == 0, lines.stderr
     rows = lines.stdout.splitlines()
     assert len(rows) == head, "every event, one line each"
-    assert any("table.created.v1" in r and "sales.orders" in r for r in rows)
+    # Each line names the warehouse (by name) before the subject.
+    [created_line] = [r for r in rows if "table.created.v1" in r]
+    assert created_line.split()[3:5] == ["default", "sales.orders"], created_line
+    [ops_line] = [r for r in rows if "namespace.created.v1" in r and " ops " in r]
+    assert ops_line.split()[3:5] == ["analytics", "ops"], ops_line
     as_json = icelog("events", "tail", "--json", "--type", "table.created", env=env)
     [event] = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert event["type"] == "io.icelog.table.created.v1"
