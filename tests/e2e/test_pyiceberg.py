@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from pyiceberg.exceptions import (
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortDirection, SortField, SortOrder
-from pyiceberg.transforms import IdentityTransform
+from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 from tests.support.clients import files_under, local_path, rest_catalog, wait_until
@@ -47,8 +47,7 @@ ARROW_SCHEMA = pa.schema(
         pa.field("amount", pa.float64()),
     ]
 )
-# Identity partitioning: PyIceberg 0.12 needs the optional pyiceberg-core package to *write* with
-# time or bucket transforms (Spark's tests cover days(ts)).
+# Identity partitioning; time and bucket transforms: test_partitioned_by_day_and_bucket.
 CATEGORY_SPEC = PartitionSpec(
     PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category")
 )
@@ -238,6 +237,26 @@ def test_append_overwrite_delete(catalog: Any, namespace: str) -> None:
     ]
     summary = table.current_snapshot().summary
     assert summary["total-records"] == "1"
+
+
+def test_partitioned_by_day_and_bucket(catalog: Any, namespace: str) -> None:
+    """PyIceberg computes time and bucket partition values with pyiceberg-core, which
+    `pip install 'icelog[clients]'` brings along."""
+    spec = PartitionSpec(
+        PartitionField(source_id=2, field_id=1000, transform=DayTransform(), name="ts_day"),
+        PartitionField(source_id=1, field_id=1001, transform=BucketTransform(4), name="id_b"),
+    )
+    ident = f"{namespace}.by_day"
+    table = make_table(catalog, ident, partition_spec=spec)
+    table.append(rows(range(8), day=1))
+    table.append(rows(range(8, 16), day=2))
+    table = catalog.load_table(ident)
+    assert ids_of(table.scan().to_arrow()) == list(range(16))
+    second_day = table.scan(row_filter="ts >= '2024-01-02T00:00:00'").to_arrow()
+    assert ids_of(second_day) == list(range(8, 16))
+    partitions = table.inspect.partitions().column("partition").to_pylist()
+    assert {p["ts_day"] for p in partitions} == {date(2024, 1, 1), date(2024, 1, 2)}
+    assert len(partitions) > 2, "the rows of each day spread over buckets"
 
 
 def test_schema_evolution(catalog: Any, namespace: str) -> None:
