@@ -699,7 +699,11 @@ def _database_refusal(settings: Settings, *, creates: bool) -> int | None:
 
 
 def _unavailable_text(settings: Settings, exc: BaseException) -> str:
-    """What became of the database, from the connection error underneath if there is one."""
+    """What became of the database: asked again now (the pool's timeout hides the cause),
+    else the connection error underneath."""
+    now = probe(settings, creates=True).problem
+    if now is not None:
+        return now
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, psycopg.OperationalError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -16,9 +17,11 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
+from icelog.api import cli
 from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
+from icelog.projections.sql import DatabaseUnavailableError
 from tests.integration.conftest import SCHEMA
 from tests.support import postgres
 from tests.support.server import free_port
@@ -259,6 +262,42 @@ def test_too_many_connections_is_named() -> None:
     with postgres.temporary_role(connection_limit=0) as role:
         url = postgres.url_as(role, "postgres")
         _fails_naming(url, "too many connections", role, commands=(["events", "tail"],))
+
+
+def test_a_database_lost_mid_command_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The database goes away while a command runs (the pool gives up): one line, exit 1,
+    naming the cause the database gives now, or else what the command met."""
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    Services.build(Settings.from_env(env)).close()  # a catalog to start on
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    # main() sets up logging for a process: give this one's back afterwards.
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+
+    def lost(*_: object) -> int:
+        raise DatabaseUnavailableError("The catalog database is unavailable; retry later")
+
+    monkeypatch.setattr(cli, "_events_tail", lost)
+    assert cli.main(["events", "tail"]) == 1
+    said = capsys.readouterr().err
+    assert said == (
+        f"icelog: The catalog database is unavailable; retry later ({tmp_path / 'catalog.db'})\n"
+    )
+
+
+@pytest.mark.postgres
+def test_a_database_lost_mid_command_is_named_by_what_it_says_now() -> None:
+    settings = Settings.from_env(
+        {"ICELOG_DATABASE_URL": postgres.url_as(postgres.PG_USER, "icelog_gone"), **PG_ENV}
+    )
+    lost = DatabaseUnavailableError("The catalog database is unavailable; retry later")
+    said = cli._unavailable_text(settings, lost)
+    assert said.startswith("cannot connect to postgresql://")
+    assert 'database missing (database "icelog_gone" does not exist)' in said
 
 
 def test_a_data_dir_that_is_a_file_or_a_catalog_that_is_not_sqlite(tmp_path: Path) -> None:
