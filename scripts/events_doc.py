@@ -1867,7 +1867,10 @@ icelog events tail --json            # the CloudEvents themselves, one JSON docu
 
 It reads the log from the database (the same settings as `icelog serve`), not from a broker, so
 it works without any relay. A line shows the position, `time`, the type without `io.icelog.`,
-`subject` and `actor`; `--type` keeps types containing the text.
+the warehouse's name (`-` for events outside any warehouse: name claims, projects, users),
+`subject` and `actor`; `--type` keeps types containing the text. The warehouse's name is the
+one the log last showed on the way, else the one it has now; `--json` carries its id
+(`warehouseid`), as every sink receives it.
 
 ## Which events to consume
 
@@ -1921,6 +1924,8 @@ Retention: `ICELOG_EVENTS_RETENTION_DAYS` (default `0`, everything) is a window 
 endpoint — the log itself keeps every event. A token or `since-timestamp-ms` that would skip an
 event older than the window answers **410 Gone**: start again without it (a request without
 either starts at the window).
+
+The example needs `httpx` (`pip install httpx`, or `pip install 'icelog[clients]'`):
 
 ```python
 import httpx  # follow a warehouse's changes; save the token to resume after a restart
