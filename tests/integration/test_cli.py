@@ -197,6 +197,9 @@ def test_read_commands_never_create_a_catalog(tmp_path: Path) -> None:
         ["projections", "verify"],
         ["tasks", "run", "--once"],
         ["secrets", "rotate"],
+        ["namespaces"],
+        ["tables", "sales"],
+        ["history", "sales.orders"],
     ):
         done = subprocess.run(
             [sys.executable, "-m", "icelog.api", *command],
