@@ -88,6 +88,11 @@ def is_loopback(host: str) -> bool:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
+    try:  # the pools of each worker: its share of ICELOG_PG_MAX_CONNECTIONS
+        settings = settings.for_workers(args.workers)
+    except SettingsError as exc:
+        print(f"icelog: configuration error: {exc}", file=sys.stderr)
+        return 2
     refusal = unauthenticated_refusal(settings, host)
     if refusal is not None:
         print(f"icelog: {refusal}", file=sys.stderr)

@@ -7,11 +7,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from icelog.api.connection_budget import BudgetError, PoolRequest, PoolSizes, pool_sizes
 from icelog.domain.errors import BadRequestError
 from icelog.domain.locations import Location
 from icelog.domain.user_ids import parse_provider_entry
@@ -51,6 +52,24 @@ def _float(value: str, name: str, minimum: float = 0.0) -> float:
     if not number >= minimum:  # also refuses NaN
         raise SettingsError(f"{name} must be >= {minimum}, got {value}")
     return number
+
+
+def _optional_int(value: str, name: str, minimum: int) -> int | None:
+    return None if not value.strip() else _int(value.strip(), name, minimum)
+
+
+def _pool_request(get: Any) -> PoolRequest:
+    """The pool settings as given; unset ones are sized by api/connection_budget.py."""
+    return PoolRequest(
+        max_connections=_optional_int(
+            get("PG_MAX_CONNECTIONS", ""), PREFIX + "PG_MAX_CONNECTIONS", 1
+        ),
+        pool_size=_optional_int(get("PG_POOL_SIZE", ""), PREFIX + "PG_POOL_SIZE", 1),
+        max_overflow=_optional_int(get("PG_MAX_OVERFLOW", ""), PREFIX + "PG_MAX_OVERFLOW", 0),
+        read_connections=_optional_int(
+            get("PG_READ_CONNECTIONS", ""), PREFIX + "PG_READ_CONNECTIONS", 1
+        ),
+    )
 
 
 def _log_format(value: str) -> str:
@@ -299,6 +318,20 @@ def _list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+def _sizes(
+    request: PoolRequest, workers: int, task_workers: int, publish: PublishSettings
+) -> PoolSizes:
+    try:
+        return pool_sizes(
+            request,
+            workers=workers,
+            task_workers=task_workers,
+            relays=len(publish.run_in_serve),
+        )
+    except BudgetError as exc:
+        raise SettingsError(str(exc)) from None
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -307,6 +340,9 @@ class Settings:
     port: int
     default_warehouse: bool
     default_warehouse_location: str
+    # One process's pools (api/connection_budget.py): the write side's pool keeps
+    # `pg_pool_size` connections open and grows by up to `pg_max_overflow`; the loadTable
+    # reader has `pg_read_connections`.
     pg_pool_size: int
     pg_max_overflow: int
     pg_read_connections: int
@@ -352,6 +388,23 @@ class Settings:
     # default): nobody's; the client address is the connection's peer (docs/operations.md).
     forwarded_allow_ips: tuple[str, ...] = ()
     auth: AuthSettings = field(default_factory=AuthSettings)
+    # The pool settings as given, and the worker processes of this `icelog serve` that
+    # share ICELOG_PG_MAX_CONNECTIONS (ICELOG_SERVE_WORKERS: set by `serve --workers`).
+    pool_request: PoolRequest = field(default_factory=PoolRequest)
+    workers: int = 1
+
+    def for_workers(self, workers: int) -> Settings:
+        """These settings in one of `workers` processes of a replica: the pools sized to
+        its share of the budget (SettingsError when they do not fit)."""
+        request = self.pool_request if self.database_url else PoolRequest()
+        sizes = _sizes(request, workers, self.task_workers, self.publish)
+        return replace(
+            self,
+            workers=workers,
+            pg_pool_size=sizes.kept_open,
+            pg_max_overflow=sizes.overflow,
+            pg_read_connections=sizes.load_table,
+        )
 
     @property
     def backend(self) -> str:
@@ -389,6 +442,12 @@ class Settings:
                 f"{urlparse(url).scheme!r}); leave it unset for the embedded SQLite store"
             )
         location = get("DEFAULT_WAREHOUSE_LOCATION", "") or f"file://{data_dir / 'warehouse'}"
+        task_workers = _int(get("TASK_WORKERS", "1"), PREFIX + "TASK_WORKERS")
+        publish = PublishSettings.from_env(get)
+        pool_request = _pool_request(get)
+        workers = _int(get("SERVE_WORKERS", "1"), PREFIX + "SERVE_WORKERS", 1)
+        # The embedded SQLite store has no pools: the PostgreSQL settings are only parsed.
+        sizes = _sizes(pool_request if url else PoolRequest(), workers, task_workers, publish)
         return cls(
             data_dir=data_dir,
             database_url=url,
@@ -396,11 +455,11 @@ class Settings:
             port=_int(get("PORT", "8181"), PREFIX + "PORT", 0),
             default_warehouse=_bool(get("DEFAULT_WAREHOUSE", "true"), PREFIX + "DEFAULT_WAREHOUSE"),
             default_warehouse_location=location,
-            pg_pool_size=_int(get("PG_POOL_SIZE", "10"), PREFIX + "PG_POOL_SIZE", 1),
-            pg_max_overflow=_int(get("PG_MAX_OVERFLOW", "30"), PREFIX + "PG_MAX_OVERFLOW"),
-            pg_read_connections=_int(
-                get("PG_READ_CONNECTIONS", "4"), PREFIX + "PG_READ_CONNECTIONS", 1
-            ),
+            pg_pool_size=sizes.kept_open,
+            pg_max_overflow=sizes.overflow,
+            pg_read_connections=sizes.load_table,
+            pool_request=pool_request,
+            workers=workers,
             pg_lock_timeout_seconds=_int(
                 get("PG_LOCK_TIMEOUT_SECONDS", "5"), PREFIX + "PG_LOCK_TIMEOUT_SECONDS"
             ),
@@ -425,7 +484,7 @@ class Settings:
             request_timeout_seconds=_float(
                 get("REQUEST_TIMEOUT_SECONDS", "30"), PREFIX + "REQUEST_TIMEOUT_SECONDS"
             ),
-            task_workers=_int(get("TASK_WORKERS", "1"), PREFIX + "TASK_WORKERS"),
+            task_workers=task_workers,
             task_poll_interval_seconds=_float(
                 get("TASK_POLL_INTERVAL_SECONDS", "2"), PREFIX + "TASK_POLL_INTERVAL_SECONDS", 0.05
             ),
@@ -437,7 +496,7 @@ class Settings:
                 get("TASK_RETRY_BACKOFF_SECONDS", "5"), PREFIX + "TASK_RETRY_BACKOFF_SECONDS"
             ),
             purge_delete_rate=_float(get("PURGE_DELETE_RATE", "0"), PREFIX + "PURGE_DELETE_RATE"),
-            publish=PublishSettings.from_env(get),
+            publish=publish,
             audit_chain_interval_seconds=_float(
                 get("AUDIT_CHAIN_INTERVAL_SECONDS", "1"), PREFIX + "AUDIT_CHAIN_INTERVAL_SECONDS"
             ),

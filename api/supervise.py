@@ -13,6 +13,7 @@ comma-separated descriptors inherited across the exec; the workers share them.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -26,6 +27,9 @@ from icelog.api.logs import configure_logging, uvicorn_log_options
 def main(argv: list[str]) -> int:
     host, port, workers, log_level, log_format, fds = argv
     configure_logging(log_format, log_level)
+    # Each worker sizes its pools to its share of ICELOG_PG_MAX_CONNECTIONS (the workers
+    # inherit the environment).
+    os.environ["ICELOG_SERVE_WORKERS"] = workers
     config = uvicorn.Config(
         "icelog.api.app:create_app_from_env",
         factory=True,
