@@ -54,8 +54,6 @@ def kafka_env(kafka: KafkaMock) -> dict[str, str]:
         "ICELOG_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
         "ICELOG_KAFKA_TOPIC": kafka.topic,
         "ICELOG_PUBLISH_LEASE_SECONDS": "2",
-        "ICELOG_PG_POOL_SIZE": "4",
-        "ICELOG_PG_READ_CONNECTIONS": "1",
         "ICELOG_TASK_WORKERS": "0",
     }
 

@@ -49,8 +49,6 @@ def relay_env(broker: NatsServer) -> dict[str, str]:
         "ICELOG_NATS_STREAM": f"EVENTS_{token}",
         "ICELOG_NATS_SUBJECT_PREFIX": f"cat{token}",
         "ICELOG_PUBLISH_LEASE_SECONDS": "2",
-        "ICELOG_PG_POOL_SIZE": "4",
-        "ICELOG_PG_READ_CONNECTIONS": "1",
         "ICELOG_TASK_WORKERS": "0",
     }
 

@@ -46,13 +46,9 @@ from tests.support.server import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(90)]
 
-# Few connections per process: PostgreSQL's 100 are shared by the whole test session.
-SMALL_POOLS = {
-    "ICELOG_PG_POOL_SIZE": "2",
-    "ICELOG_PG_MAX_OVERFLOW": "10",
-    "ICELOG_PG_READ_CONNECTIONS": "2",
-    "ICELOG_TASK_WORKERS": "0",
-}
+# The servers take the test budget (tests/support/server.py): PostgreSQL's 100 connections
+# are shared by the whole test session.
+SMALL_POOLS = {"ICELOG_TASK_WORKERS": "0"}
 SCHEMA: dict[str, Any] = {
     "type": "struct",
     "schema-id": 0,
@@ -313,7 +309,9 @@ def start_workers_server(data_dir: Path, database_url: str, workers: int) -> Cat
     """`icelog serve --workers N` (start_server runs a single process)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = {**os.environ, **SMALL_POOLS}
+    # One budget for the replica, shared by its workers (docs/operations.md).
+    budget = str(workers * postgres.SERVER_CONNECTIONS)
+    env = {**os.environ, **SMALL_POOLS, "ICELOG_PG_MAX_CONNECTIONS": budget}
     env.pop("ICELOG_DEFAULT_WAREHOUSE_LOCATION", None)
     env |= {"ICELOG_DATA_DIR": str(data_dir), "ICELOG_DATABASE_URL": database_url}
     log_path = data_dir / "server.log"
@@ -347,6 +345,8 @@ def test_one_server_with_two_workers_reads_its_writes(tmp_path: Path) -> None:
         reader = Rest(server, keep_alive=False)
         try:
             stale = read_your_writes(writer, reader, "workers", 1000)
+            # The two workers share the replica's budget (their pools keep what they opened).
+            connections = postgres.backends(url)
             probe = httpx.get(f"{server.base}/catalog/v1/config?warehouse=default&probe=q1")
             assert probe.status_code == 200
         finally:
@@ -354,6 +354,7 @@ def test_one_server_with_two_workers_reads_its_writes(tmp_path: Path) -> None:
             reader.close()
             server.stop()
     assert stale == [], f"{len(stale)} stale reads of 1,000"
+    assert connections <= 2 * postgres.SERVER_CONNECTIONS, connections
     # SIGTERM reaches the parent (which replaced the CLI process): workers stop, exit 0.
     assert server.process.returncode == 0, server.log()
     log = server.log()

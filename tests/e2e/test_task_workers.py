@@ -28,10 +28,6 @@ FAST_TASKS = {
     "ICELOG_TASK_WORKERS": "0",  # the server runs no tasks: the worker processes do
     "ICELOG_TASK_LEASE_SECONDS": "2",
     "ICELOG_TASK_POLL_INTERVAL_SECONDS": "0.2",
-    # Few connections per process: PostgreSQL's 100 are shared by the whole test session.
-    "ICELOG_PG_POOL_SIZE": "2",
-    "ICELOG_PG_MAX_OVERFLOW": "4",
-    "ICELOG_PG_READ_CONNECTIONS": "1",
 }
 
 

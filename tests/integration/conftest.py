@@ -59,6 +59,7 @@ def replica_settings(api: Api, extra: dict[str, str] | None = None) -> Settings:
     if api.services.settings.database_url:
         env["ICELOG_DATABASE_URL"] = api.services.settings.database_url
         env["ICELOG_SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
+        env.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(postgres.SERVER_CONNECTIONS))
     return Settings.from_env(env)
 
 
@@ -72,6 +73,7 @@ def make_settings(tmp_path: Path, database_url: str | None) -> Settings:
     if database_url:
         env["ICELOG_DATABASE_URL"] = database_url
         env["ICELOG_SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
+        env["ICELOG_PG_MAX_CONNECTIONS"] = str(postgres.SERVER_CONNECTIONS)
     return Settings.from_env(env)
 
 
@@ -177,4 +179,5 @@ def _env_of(settings: Settings) -> dict[str, str]:
     if settings.database_url:
         env["DATABASE_URL"] = settings.database_url
         env["SECRETS_KEY"] = postgres.TEST_SECRETS_KEY
+        env["PG_MAX_CONNECTIONS"] = str(postgres.SERVER_CONNECTIONS)
     return env

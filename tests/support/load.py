@@ -37,6 +37,7 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
+from tests.support.postgres import SERVER_CONNECTIONS
 from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer
 
 SCHEMA: dict[str, Any] = {
@@ -602,6 +603,7 @@ def run_icelog(
     env = dict(os.environ)
     env.pop("ICELOG_DATABASE_URL", None)
     env["ICELOG_DATA_DIR"] = str(server.data_dir)
+    env.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
     if server.database_url:
         env["ICELOG_DATABASE_URL"] = server.database_url
     env.update(server.extra_env)

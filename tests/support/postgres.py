@@ -17,6 +17,12 @@ PG_PASSWORD = os.environ.get("ICELOG_TEST_PGPASSWORD", "")
 # PostgreSQL mode requires a storage-credentials key; tests and benchmarks use this one
 # (a fixed test key, not a secret of any deployment).
 TEST_SECRETS_KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="
+# The PostgreSQL connections each catalog process a test starts may open
+# (ICELOG_PG_MAX_CONNECTIONS; docs/operations.md, "Connection budget"): four for the write
+# side, enough for the committer to keep its connection as in production, and one for
+# loadTable. The server's 100 connections are shared by the whole test session and by
+# whatever else runs on the machine; the default budget is 12 per process.
+SERVER_CONNECTIONS = 5
 
 
 def _url(dbname: str) -> str:
@@ -24,8 +30,13 @@ def _url(dbname: str) -> str:
     return f"postgresql://{auth}@{PG_HOST}:{PG_PORT}/{dbname}"
 
 
+def admin_url() -> str:
+    """The server's `postgres` database (what the tests create and drop databases from)."""
+    return _url("postgres")
+
+
 def _admin() -> psycopg.Connection[tuple[object, ...]]:
-    return psycopg.connect(_url("postgres"), autocommit=True, connect_timeout=10)
+    return psycopg.connect(admin_url(), autocommit=True, connect_timeout=10)
 
 
 def create_database() -> str:
@@ -41,6 +52,15 @@ def drop_database(url: str) -> None:
     with _admin() as conn:
         statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
         conn.execute(statement.format(sql.Identifier(name)))
+
+
+def backends(url: str) -> int:
+    """The client backends connected to `url`'s database now."""
+    with _admin() as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (url.rsplit("/", 1)[1],)
+        ).fetchone()
+    return int(str(row[0])) if row else 0
 
 
 @contextmanager

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.postgres import SERVER_CONNECTIONS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ICELOG_BIN = Path(sys.executable).with_name("icelog")
 WAREHOUSE = "default"
@@ -89,6 +91,7 @@ def start_server(
     child_env.pop("ICELOG_DATABASE_URL", None)
     child_env.pop("ICELOG_DEFAULT_WAREHOUSE_LOCATION", None)
     child_env["ICELOG_DATA_DIR"] = str(data_dir)
+    child_env.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
     if database_url is not None:
         child_env["ICELOG_DATABASE_URL"] = database_url
     child_env.update(env or {})
@@ -139,6 +142,7 @@ def start_icelog(
     child = dict(os.environ)
     child.pop("ICELOG_DATABASE_URL", None)
     child["ICELOG_DATA_DIR"] = str(server.data_dir)
+    child.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
     if server.database_url:
         child["ICELOG_DATABASE_URL"] = server.database_url
     child.update(env)
