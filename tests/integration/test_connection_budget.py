@@ -10,6 +10,9 @@ the rest; with 3 it keeps none. Either way every request must be answered, none 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,3 +126,25 @@ def test_a_process_keeps_to_its_budget_and_answers_every_request(
     # the load is at least what it needed, and neither that nor any sample exceeds the
     # budget (earlier releases kept 10 connections open from the start).
     assert peak.most <= budget and after <= budget, (peak.most, after)
+
+
+def test_serve_refuses_a_budget_its_workers_cannot_share(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "ICELOG_DATA_DIR": str(tmp_path),
+        # Nothing listens there: the refusal must come before any connection is tried.
+        "ICELOG_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/icelog",
+        "ICELOG_PG_MAX_CONNECTIONS": "8",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "icelog.api", "serve", "--port", "0", "--workers", "4"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "configuration error: ICELOG_PG_MAX_CONNECTIONS=8 is too few" in done.stderr
+    assert "each of the 4 processes of --workers 4" in done.stderr
+    assert "serving" not in done.stdout
