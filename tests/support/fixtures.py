@@ -72,7 +72,8 @@ def e2e_idp() -> Iterator[TestIdentityProvider]:
 
 # Every server the factory started, and those the whole session shares (`catalog_server`):
 # the others stop when the module that started them ends, so a long run never holds more
-# servers (and PostgreSQL connections: ~15 a server) than one module needs.
+# servers (and PostgreSQL connections: at most 5 a server, tests/support/postgres.py) than
+# one module needs.
 _STARTED: list[CatalogServer] = []
 _SHARED: set[int] = set()
 
