@@ -88,11 +88,6 @@ def is_loopback(host: str) -> bool:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
-    try:  # the pools of each worker: its share of ICELOG_PG_MAX_CONNECTIONS
-        settings = settings.for_workers(args.workers)
-    except SettingsError as exc:
-        print(f"icelog: configuration error: {exc}", file=sys.stderr)
-        return 2
     refusal = unauthenticated_refusal(settings, host)
     if refusal is not None:
         print(f"icelog: {refusal}", file=sys.stderr)
@@ -667,6 +662,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"icelog: configuration error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_format, settings.log_level)
+    if args.run is _serve:
+        # The pools of each worker, its share of ICELOG_PG_MAX_CONNECTIONS: a budget the
+        # workers cannot share is a configuration mistake, said before any connection.
+        try:
+            settings = settings.for_workers(args.workers)
+        except SettingsError as exc:
+            print(f"icelog: configuration error: {exc}", file=sys.stderr)
+            return 2
     # Only `serve` and `migrate` create a catalog; every other command reads one, and must
     # not leave an empty catalog behind where there was none. `publish` says a mistake in
     # its sink's settings first, then asks itself.
