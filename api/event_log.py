@@ -224,6 +224,12 @@ class Indexer:
             )
         return position, time, rows
 
+    def existed_at(self, position: int, entity_id: str) -> bool:
+        """Whether the object `entity_id` existed at `position` (resolved by `resolve`)."""
+        self._ready()
+        with self.history.reading() as cur:
+            return self.history.existed_at(cur, position, entity_id)
+
     def _moment(self, target: int | None, ask: AsOfRequest) -> tuple[int, str | None]:
         """The last event at or before `target` (else at or before `ask.time_us`): its
         position and time, with the history caught up to it."""

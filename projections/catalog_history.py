@@ -521,6 +521,12 @@ class CatalogHistory(SqlStore):
         )
         return found[0] if found else None
 
+    def existed_at(self, cur: Any, position: int, entity_id: str) -> bool:
+        """Whether the project, warehouse, namespace, table or view `entity_id` existed at
+        `position` (a soft-deleted table or view still exists; a dropped one does not)."""
+        found = self._visible(cur, "entity_id = ?", [entity_id], position)
+        return any(v.state != DROPPED for v in found)
+
     def _visible(self, cur: Any, where: str, params: list[Any], position: int) -> list[Version]:
         """Few rows: every version of a handful of entities, filtered to those visible."""
         self._execute(

@@ -179,9 +179,16 @@ def get_access(
             who = auth.principals(user)
         caps, own = auth.decide(who, obj)
         # One's own access to what one may not see answers as unknown; as of a past moment,
-        # what one could see then is answered (it tells nothing new).
+        # what one could see then is answered (it tells nothing new) — if it was there
+        # then: the object is found as it is now, and one made after a revoke must not
+        # answer a former reader who names it (namespace ids derive from names).
         asking_for_self = query.principal_user is None and query.principal_role is None
-        if asking_for_self and (position is None or "describe" not in caps):
+        seen_then = (
+            position is not None
+            and "describe" in caps
+            and _indexer(request).existed_at(position, obj.id)
+        )
+        if asking_for_self and not seen_then:
             hidden_unless_seen(request, obj)
         allowed = allowed_actions(obj.kind, caps, own)
         if position is None:
