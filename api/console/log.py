@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from icelog.api.console import history
-from icelog.api.console.calls import ApiError, call
+from icelog.api.console.calls import ApiError, call, namespace_segment
 from icelog.api.console.pages import (
     Moment,
     as_of_catalog,
@@ -110,7 +110,53 @@ async def event_object(request: Request) -> Response:
     if not found or found[0]["position"] != position:
         where = " in this warehouse" if wid else ""
         raise ApiError(404, "NotFoundException", f"No event at log position {position}{where}")
-    return RedirectResponse(await _object_url(request, found[0]), status_code=303)
+    try:
+        url = await _object_url(request, found[0])
+    except ApiError as exc:
+        # Only the server admin may read the catalog as of a past moment; whoever else
+        # reads this log gets the object as it is now, or the Log at the event.
+        if exc.status != 403:
+            raise
+        url = await _object_now(request, found[0])
+    return RedirectResponse(url, status_code=303)
+
+
+async def _object_now(request: Request, event: dict[str, Any]) -> str:
+    """The page of the object an event changed as it is now, when it is still there
+    (a table or view by its id: under its current name); else the Log showing the event
+    first, which the caller may read, since the event was found there."""
+    position = int(event["position"])
+    kind, _ = history.kind_and_verb(str(event["type"]))
+    wid = event.get("warehouse-id")
+    target: str | None = None
+    if kind in ("table", "view") and wid and event.get("tabular-id"):
+        query = {"warehouse-id": wid, "tabular-id": event["tabular-id"], "order": "desc"}
+        latest = (await call(request, "listEvents", query={**query, "limit": 1}))["events"]
+        last = latest[0] if latest else event
+        gone = history.kind_and_verb(str(last["type"]))[1] in GONE
+        ns, subject = str(last.get("namespace") or ""), str(last.get("subject") or "")
+        if not gone and ns and subject.startswith(ns + "."):
+            levels = ns.split(".")
+            path = {"prefix": wid, "namespace": namespace_segment(levels)}
+            url = link(Moment(None, None, None))(
+                f"/ui/warehouses/{wid}/{kind}", ns=ns_param(levels), name=subject[len(ns) + 1 :]
+            )
+            operation = "loadTable" if kind == "table" else "loadView"
+            target = await _live(request, operation, {**path, kind: subject[len(ns) + 1 :]}, url)
+    elif kind == "namespace" and wid and event.get("namespace"):
+        levels = str(event["namespace"]).split(".")
+        path = {"prefix": wid, "namespace": namespace_segment(levels)}
+        url = link(Moment(None, None, None))(f"/ui/warehouses/{wid}/namespace", ns=ns_param(levels))
+        target = await _live(request, "loadNamespace", path, url)
+    elif kind == "warehouse":
+        wid = wid or str(event["aggregate-id"])
+        target = await _live(
+            request, "getWarehouse", {"warehouse_id": wid}, f"/ui/warehouses/{wid}"
+        )
+    if target:
+        return target
+    filters = {"warehouse-id": wid} if wid else {}
+    return link(Moment(None, None, None))("/ui/events", **filters, before=position + 1)
 
 
 async def _object_url(request: Request, event: dict[str, Any]) -> str:

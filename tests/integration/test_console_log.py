@@ -256,3 +256,54 @@ def test_a_user_reads_no_event_outside_the_warehouses_they_may_read(
         assert "location" not in answer.headers and "payroll" not in answer.text, crafted
     # The admin reads the whole log, the payroll table's creation included.
     assert secret in positions(_as(authed, alice, "/ui/events").text)
+
+
+def test_a_reader_of_one_warehouse_log_follows_its_positions(authed: Authed, tmp_path: Any) -> None:
+    """Only the server admin reads the catalog as of a past moment, so for eve (`describe`
+    on her warehouse) a position leads to the object as it is now: a table under its
+    current name, a namespace, the warehouse; and to the Log at the event when the object
+    is gone. Never to a refusal."""
+    alice, eve = Caller(authed, "alice", "Alice"), Caller(authed, "eve", "Eve")
+    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
+    eve.ok("GET", f"{MGMT}/whoami")
+    storage = {"type": "file", "base-location": (tmp_path / "eve").as_uri()}
+    mine = alice.ok(
+        "POST", f"{MGMT}/warehouse", {"warehouse-name": "eve", "storage-profile": storage}
+    )["warehouse-id"]
+    alice.ok(
+        "POST",
+        f"{MGMT}/permissions/warehouse/{mine}/assignments",
+        {"writes": [{"type": "describe", "user": eve.id}]},
+    )
+    cat = f"/catalog/v1/{mine}"
+
+    def last(kind: str) -> int:
+        return max(int(e.id) for e in authed.events() if f".{kind}." in str(e.topic))
+
+    created_warehouse = last("warehouse.created")
+    alice.ok("POST", f"{cat}/namespaces", {"namespace": ["db"]})
+    created_ns = last("namespace.created")
+    alice.ok("POST", f"{cat}/namespaces/db/tables", {"name": "t", "schema": SCHEMA})
+    created_table = last("table.created")
+    alice.ok("POST", f"{cat}/tables/rename", {
+        "source": {"namespace": ["db"], "name": "t"},
+        "destination": {"namespace": ["db"], "name": "t2"},
+    })  # fmt: skip
+    alice.ok("POST", f"{cat}/namespaces/db/tables", {"name": "gone", "schema": SCHEMA})
+    created_gone = last("table.created")
+    alice.ok("DELETE", f"{cat}/namespaces/db/tables/gone")
+
+    def lands(position: int) -> str:
+        answer = _as(authed, eve, f"/ui/events/{position}?warehouse-id={mine}")
+        assert answer.status_code == 303, (position, answer.status_code, answer.text[:300])
+        target = str(answer.headers["location"])
+        page = _as(authed, eve, target)
+        assert page.status_code == 200, (target, page.status_code)
+        return target
+
+    assert lands(created_table) == f"/ui/warehouses/{mine}/table?ns=db&name=t2"
+    assert lands(created_ns) == f"/ui/warehouses/{mine}/namespace?ns=db"
+    assert lands(created_warehouse) == f"/ui/warehouses/{mine}"
+    at_event = lands(created_gone)
+    assert at_event.startswith("/ui/events?") and f"before={created_gone + 1}" in at_event
+    assert created_gone == positions(_as(authed, eve, at_event).text)[0]
