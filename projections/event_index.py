@@ -138,11 +138,13 @@ class EventIndex(SqlStore):
                 sql += f" AND {column} = ?"
                 params.append(value)
         if f.namespace is not None:
-            sql += " AND (namespace = ? OR namespace LIKE ?)"
-            params += [f.namespace, f.namespace.replace("%", r"\%") + ".%"]
+            # The namespace or one below it. substr, not LIKE: `_` and `%` in a name mean
+            # nothing, and SQLite's LIKE would ignore case.
+            sql += " AND (namespace = ? OR substr(namespace, 1, length(?) + 1) = ? || '.')"
+            params += [f.namespace, f.namespace, f.namespace]
         if f.type_prefix is not None:
-            sql += " AND type LIKE ?"
-            params.append(f.type_prefix.replace("%", r"\%") + "%")
+            sql += " AND substr(type, 1, length(?)) = ?"
+            params += [f.type_prefix, f.type_prefix]
         if f.since_us is not None:
             sql += " AND time_us >= ?"
             params.append(f.since_us)

@@ -86,6 +86,14 @@ def test_filters_and_a_callers_own_writes(api: Api) -> None:
     assert committed["warehouse-id"] == api.prefix
     sales = {e["namespace"] for e in events(api, namespace="sales", limit=1000)["events"]}
     assert sales == {"sales", "sales.eu"}, "a namespace filter includes nested namespaces"
+    # `_` and `%` in a filter are the characters, and case counts (SQLite's LIKE ignored it).
+    for levels in (["s_les"], ["sa%"], ["SALES"]):
+        api.post("/namespaces", {"namespace": levels})
+    for name in ("s_les", "sa%", "SALES"):
+        found = {e["namespace"] for e in events(api, namespace=name, limit=1000)["events"]}
+        assert found == {name}, (name, found)
+    assert events(api, type="io.icelog.table_")["events"] == []
+    assert events(api, type="IO.ICELOG.")["events"] == []
     assert all(e["tabular-id"] == table for e in events(api, **{"tabular-id": table})["events"])
     assert events(api, actor="nobody")["events"] == []
     everything = events(api, limit=1000)["events"]
