@@ -89,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"icelog dev-idp: {exc}", file=sys.stderr)
         return 2
+    if not 0 <= args.port <= 65535:
+        print("icelog dev-idp: --port must be 0 to 65535", file=sys.stderr)
+        return 2
     if args.token_lifetime < 1:
         print("icelog dev-idp: --token-lifetime must be at least 1", file=sys.stderr)
         return 2

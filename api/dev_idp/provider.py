@@ -40,6 +40,8 @@ ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # noqa: S10
 JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt"  # noqa: S105 - a URN
 # A user name becomes the token's `sub` and icelog's user id `oidc~<name>`: plain names only.
 USER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A URL as a header may carry it: visible ASCII only (no space, no control character).
+_PLAIN_URL = re.compile(r"[\x21-\x7e]+")
 _CODE_SECONDS = 600  # how long a sign-in's code may wait for its exchange
 
 
@@ -259,6 +261,10 @@ class OpenIdProvider:
             raise OAuthError(400, "invalid_request", "response_type=code and redirect_uri")
         if urllib.parse.urlsplit(redirect).scheme not in ("http", "https"):
             raise OAuthError(400, "invalid_request", "redirect_uri must be http(s)")
+        if not _PLAIN_URL.fullmatch(redirect):
+            # It goes back out in a Location header: a CR/LF would add headers of the
+            # requester's choosing, and a character beyond Latin-1 cannot be sent at all.
+            raise OAuthError(400, "invalid_request", "redirect_uri must be printable ASCII")
         if single(query, "code_challenge_method") != "S256":
             raise OAuthError(400, "invalid_request", "PKCE with S256 is required")
 
@@ -303,7 +309,7 @@ class OpenIdProvider:
             raise OAuthError(400, "invalid_grant", "redirect_uri or client_id differs")
         verifier = (single(form, "code_verifier") or "").encode()
         digest = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
-        if not secrets.compare_digest(digest.decode(), held.challenge):
+        if not same_text(digest.decode(), held.challenge):
             raise OAuthError(400, "invalid_grant", "PKCE code_verifier does not match")
         claims = {k: v for k, v in held.claims.items() if k != "sub"}
         token = self.issue(
@@ -332,7 +338,7 @@ class OpenIdProvider:
             return None
         with self._lock:
             client = self._clients.get(client_id)
-        if client is None or not secrets.compare_digest(client.secret, secret):
+        if client is None or not same_text(client.secret, secret):
             raise OAuthError(401, "invalid_client", "invalid client credentials")
         return client_id
 
@@ -380,6 +386,12 @@ class OpenIdProvider:
             )
         except (KeyError, jwt.PyJWTError):
             raise OAuthError(400, "invalid_request", "subject_token is not valid") from None
+
+
+def same_text(held: str, given: str) -> bool:
+    """Constant-time equality of two strings of any characters (compare_digest refuses
+    non-ASCII str with a TypeError, which would end the request without an answer)."""
+    return secrets.compare_digest(held.encode(), given.encode())
 
 
 def single(form: Mapping[str, list[str]], name: str) -> str | None:

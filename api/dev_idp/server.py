@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -94,7 +95,9 @@ class DevIdentityProvider(OpenIdProvider):
         )
         self.path_prefix = path.rstrip("/")
         self.users = list(users)
-        self._server = _Server((host, port), _Handler)
+        bind_host = host.strip("[]")
+        server_class = _Server6 if ":" in bind_host else _Server
+        self._server = server_class((bind_host, port), _Handler)
         self._server.provider = self
         bound_host, bound_port = self._server.server_address[:2]
         shown = f"[{bound_host!s}]" if ":" in str(bound_host) else str(bound_host)
@@ -250,6 +253,12 @@ class _Server(ThreadingHTTPServer):
     provider: DevIdentityProvider
 
 
+class _Server6(_Server):
+    """For an IPv6 address such as `::1` (the standard library's server is IPv4 only)."""
+
+    address_family = socket.AF_INET6
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -283,10 +292,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(provider.answer(request))
 
     def _form(self) -> dict[str, list[str]]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_FORM_BYTES:
+        declared = (self.headers.get("Content-Length") or "0").strip()
+        # Digits only: int() takes "-1", and read(-1) reads until the client closes, past
+        # the limit below.
+        length = int(declared) if declared.isascii() and declared.isdigit() else -1
+        if not 0 <= length <= MAX_FORM_BYTES:
             self.close_connection = True
-            raise OAuthError(400, "invalid_request", "the form is too large")
+            raise OAuthError(400, "invalid_request", "the form is too large or its length bad")
         body = self.rfile.read(length).decode(errors="replace")
         return urllib.parse.parse_qs(body, keep_blank_values=True)
 

@@ -12,7 +12,7 @@ import socket
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import jwt
@@ -209,3 +209,98 @@ def test_bad_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["dev-idp", "--token-lifetime", "0", "--port", "0"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "a name is letters" in err and "--token-lifetime" in err
+
+
+def _raw(idp: DevIdentityProvider, request: bytes) -> bytes:
+    """What the provider answers to `request` sent as is (the client then stops sending)."""
+    with socket.create_connection(("127.0.0.1", idp.port)) as conn:
+        conn.sendall(request)
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(30)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_it_listens_on_the_ipv6_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    for host in ("::1", "[::1]"):
+        with DevIdentityProvider(host, users=["alice"]) as provider:
+            assert provider.uri == f"http://[::1]:{provider.port}"
+            found = httpx.get(f"{provider.uri}/.well-known/openid-configuration")
+            assert found.json()["issuer"] == provider.uri
+
+
+def test_a_port_out_of_range_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    for port in ("70000", "-1"):
+        assert main(["dev-idp", "--port", port]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("--port must be 0 to 65535") == 2
+
+
+@pytest.mark.attack
+def test_a_secret_or_verifier_beyond_ascii_is_refused_with_an_answer(
+    idp: DevIdentityProvider,
+) -> None:
+    wrong = httpx.post(
+        idp.token_endpoint,
+        data={"grant_type": "client_credentials", "client_id": "bob", "client_secret": "s3cré"},
+    )
+    assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+    idp.add_user("carol", "sécret")
+    right = httpx.post(
+        idp.token_endpoint, data={"grant_type": "client_credentials"}, auth=("carol", "sécret")
+    )
+    assert right.status_code == 200 and claims(idp, right.json()["access_token"])["sub"] == "carol"
+    query, verifier = authorization()
+    posted = httpx.post(
+        f"{idp.uri}/authorize", data={**query, "code_challenge": "é", "user": "bob"}
+    )
+    code = parse_qs(urlsplit(posted.headers["location"]).query)["code"][0]
+    exchanged = httpx.post(
+        idp.token_endpoint,
+        data={"grant_type": "authorization_code", "code": code, "redirect_uri": CALLBACK,
+              "client_id": "icelog", "code_verifier": verifier},
+    )  # fmt: skip
+    assert exchanged.status_code == 400 and exchanged.json()["error"] == "invalid_grant"
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize("length", ["-1", "abc"])
+def test_a_bad_content_length_cannot_pass_the_size_limit(
+    idp: DevIdentityProvider, length: str
+) -> None:
+    # A valid form padded past the 64 KiB limit: read to the end, it would earn a token.
+    body = b"grant_type=client_credentials&client_id=bob&client_secret=s3cret&pad=" + b"a" * 70000
+    answer = _raw(
+        idp,
+        f"POST /token HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n".encode() + body,
+    )
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"access_token" not in answer
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize(
+    "target", [CALLBACK + "\r\nSet-Cookie: session=attacker", CALLBACK + "\n", CALLBACK + "/€"]
+)
+def test_a_redirect_uri_cannot_add_headers_or_break_the_answer(
+    idp: DevIdentityProvider, target: str
+) -> None:
+    query, _ = authorization()
+    answer = _raw(
+        idp,
+        b"POST /authorize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s"
+        % _form({**query, "redirect_uri": target, "user": "bob"}),
+    )
+    head = answer.split(b"\r\n\r\n", 1)[0]
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert b"Set-Cookie" not in head and b"Location" not in head
+    shown = httpx.get(f"{idp.uri}/authorize", params={**query, "redirect_uri": target})
+    assert shown.status_code == 400
+
+
+def _form(fields: dict[str, str]) -> tuple[int, bytes]:
+    body = urlencode(fields).encode()
+    return len(body), body
