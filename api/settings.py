@@ -102,6 +102,51 @@ def _secrets_key(value: str, *, postgres: bool) -> str | None:
     return _checked_key(value.strip(), PREFIX + "SECRETS_KEY")
 
 
+def _database_url(value: str) -> str | None:
+    """ICELOG_DATABASE_URL: a postgresql:// URL naming a database, or unset (SQLite).
+    A mistake is said here, as a configuration error, and never by echoing the URL: an
+    unencoded '/' in the password makes part of it the "port" or the path."""
+    url = value.strip() or None
+    if url is None:
+        return None
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgresql", "postgres"):
+        raise SettingsError(
+            f"{PREFIX}DATABASE_URL must be a postgresql:// URL (got scheme "
+            f"{parsed.scheme!r}); leave it unset for the embedded SQLite store"
+        )
+    if not parsed.path.strip("/"):
+        raise SettingsError(f"{PREFIX}DATABASE_URL must name a database")
+    try:
+        parsed.port  # noqa: B018 - parsing it is the check
+    except ValueError:
+        raise SettingsError(
+            f"{PREFIX}DATABASE_URL: its port is not a number from 0 to 65535 (a '/', '?', "
+            "'#' or '@' in the user or password must be percent-encoded)"
+        ) from None
+    return url
+
+
+def redact_url(url: str) -> str:
+    """A database URL without its password, in the user part or as a `password` query
+    parameter (libpq takes both)."""
+    parsed = urlparse(url)
+    netloc = parsed.netloc
+    if parsed.password is not None:
+        host = parsed.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        port = f":{parsed.port}" if parsed.port else ""
+        user = f"{parsed.username}:***@" if parsed.username else ":***@"
+        netloc = f"{user}{host}{port}"
+    query = "&".join(
+        f"{name}=***" if unquote(name).strip().lower() == "password" else part
+        for part in parsed.query.split("&")
+        if part
+        for name in [part.partition("=")[0]]
+    )
+    return parsed._replace(netloc=netloc, query=query).geturl()
+
+
 def _read_url(value: str, *, primary: str | None) -> str | None:
     """ICELOG_DATABASE_READ_URL: a PostgreSQL replica for the read models (optional)."""
     url = value.strip() or None
@@ -415,13 +460,7 @@ class Settings:
         """The PostgreSQL URL without its password, for messages."""
         if self.database_url is None:
             return None
-        parsed = urlparse(self.database_url)
-        if parsed.password is None:
-            return self.database_url
-        host = parsed.hostname or ""
-        port = f":{parsed.port}" if parsed.port else ""
-        user = f"{parsed.username}:***@" if parsed.username else ""
-        return parsed._replace(netloc=f"{user}{host}{port}").geturl()
+        return redact_url(self.database_url)
 
     @property
     def sqlite_path(self) -> Path:
@@ -435,12 +474,7 @@ class Settings:
             return env.get(PREFIX + name, default)
 
         data_dir = Path(get("DATA_DIR", ".icelog")).expanduser().absolute()
-        url = get("DATABASE_URL", "").strip() or None
-        if url is not None and urlparse(url).scheme not in ("postgresql", "postgres"):
-            raise SettingsError(
-                f"{PREFIX}DATABASE_URL must be a postgresql:// URL (got scheme "
-                f"{urlparse(url).scheme!r}); leave it unset for the embedded SQLite store"
-            )
+        url = _database_url(get("DATABASE_URL", ""))
         location = get("DEFAULT_WAREHOUSE_LOCATION", "") or f"file://{data_dir / 'warehouse'}"
         task_workers = _int(get("TASK_WORKERS", "1"), PREFIX + "TASK_WORKERS")
         publish = PublishSettings.from_env(get)

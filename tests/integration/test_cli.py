@@ -240,6 +240,39 @@ def test_a_wrong_port_is_a_refused_connection() -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.attack
+def test_a_password_given_as_a_query_parameter_is_never_said() -> None:
+    url = postgres.url_as(postgres.PG_USER, "postgres", port=free_port())
+    _fails_naming(url + "?sslmode=disable&password=s3cret", "connection refused")
+    _fails_naming(url + "?PassWord=s3cret", "connection refused", commands=(["migrate"],))
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:s3cret@127.0.0.1:abc/db",  # a port that is no number
+        "postgresql://u:s3cret@127.0.0.1:99999/db",  # out of range
+        "postgresql://u:s3/cret@127.0.0.1/db",  # an unencoded '/': "cret@..." is the path
+        "postgresql://u:s3cret@127.0.0.1:5432/",  # no database
+    ],
+)
+def test_a_malformed_database_url_is_one_line_without_its_password(url: str) -> None:
+    for command in STARTING:
+        done = icelog(*command, env={"ICELOG_DATABASE_URL": url, **PG_ENV})
+        assert done.returncode == 2, (command, done.stderr)
+        [line] = done.stderr.splitlines()
+        assert line.startswith("icelog: configuration error: ICELOG_DATABASE_URL"), line
+        assert "s3" not in line and "cret" not in line, "never the password, nor a part"
+
+
+def test_a_redacted_url_keeps_an_ipv6_host_readable() -> None:
+    settings = Settings.from_env({"ICELOG_DATABASE_URL": "postgresql://u:s3cret@[::1]:5433/db",
+                                  **PG_ENV})  # fmt: skip
+    assert settings.database_url_redacted == "postgresql://u:***@[::1]:5433/db"
+
+
+@pytest.mark.postgres
 def test_a_missing_database_is_named() -> None:
     _fails_naming(
         postgres.url_as(postgres.PG_USER, "icelog_no_such_db"),
