@@ -85,21 +85,28 @@ def _run(command: Any) -> Any:
         try:
             document, lines = command(args, services)
         except NotFound as exc:
-            print(f"icelog: {exc}", file=sys.stderr)
+            print(f"icelog: {shown(str(exc))}", file=sys.stderr)
             return 1
         except Malformed as exc:
-            print(f"icelog: {exc}", file=sys.stderr)
+            print(f"icelog: {shown(str(exc))}", file=sys.stderr)
             return 2
         finally:
             services.close()
         if args.json:
-            print(json.dumps(document, indent=2))
+            print(json.dumps(document, indent=2))  # escapes every control character
         else:
             for line in lines:
-                print(line)
+                print(shown(line))
         return 0
 
     return run
+
+
+def shown(text: str) -> str:
+    """`text` for a terminal: names, properties and actors are anyone's text, and an
+    escape sequence in one (ESC, CSI, BEL, a bidi override) would act on the operator's
+    terminal. Each character that is not printable is written as its Python escape."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 # -- names -------------------------------------------------------------------------------------

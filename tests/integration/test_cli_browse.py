@@ -8,6 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
+
+import pytest
 
 from tests.integration.conftest import Api, create_table
 from tests.integration.test_cli import icelog
@@ -142,3 +145,27 @@ def test_what_does_not_exist_or_cannot_be_a_name(api: Api, tmp_path: Path) -> No
         _ok(api, "tables", "staging").stdout
         == "(no tables or views in namespace staging of warehouse default)\n"
     )
+
+
+@pytest.mark.attack
+def test_names_and_values_cannot_drive_the_operators_terminal(api: Api) -> None:
+    """A tenant's namespace, table and property value carrying escape sequences (clear the
+    screen, set the window title, CSI as one C1 character, a bidi override) are printed
+    escaped; --json keeps them exact."""
+    evil_ns, evil_table, evil_value = "ns\x1b[2J", "t\x1b]0;pwn\x07", "v\x9b31m\u202e"
+    assert api.post("/namespaces", {"namespace": [evil_ns]}).status_code == 200
+    create_table(api, quote(evil_ns, safe=""), evil_table)
+    change = {"updates": [{"action": "set-properties", "updates": {"owner": evil_value}}]}
+    path = f"/namespaces/{quote(evil_ns, safe='')}/tables/{quote(evil_table, safe='')}"
+    assert api.post(path, change).status_code == 200
+
+    printed = "".join(
+        _ok(api, *args).stdout
+        for args in (["namespaces"], ["tables", evil_ns], ["history", f"{evil_ns}.{evil_table}"])
+    )
+    assert not any(c in printed for c in "\x1b\x07\x9b\u202e"), printed
+    assert "ns\\x1b[2J" in printed and "t\\x1b]0;pwn\\x07" in printed
+    assert "v\\x9b31m\\u202e" in printed
+    missing = icelog("history", f"{evil_ns}.{evil_table}x", env=_env(api))
+    assert missing.returncode == 1 and "\x1b" not in missing.stderr, missing.stderr
+    assert _json(api, "namespaces")["namespaces"][0]["namespace"] == [evil_ns]
