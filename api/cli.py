@@ -330,13 +330,19 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+MAX_LOG_POSITION = 2**63 - 1
+
+
 def expected_head(text: str) -> tuple[int, str]:
     """`--expect POSITION:LINK`: a log position and the chain's link there, as `icelog audit
     chain` prints it. A typo is a usage error (exit 2), never a TAMPERED verdict."""
     position_text, colon, link = text.partition(":")
     position = ascii_int(position_text)
     hex_only = all(c in string.hexdigits for c in link)
-    if not colon or position is None or len(link) != LINK_HEX_DIGITS or not hex_only:
+    # A log position is a BIGINT: a larger one is a typo, not a head to look for (the
+    # database driver would refuse it with a traceback).
+    too_far = position is not None and position > MAX_LOG_POSITION
+    if not colon or position is None or too_far or len(link) != LINK_HEX_DIGITS or not hex_only:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not POSITION:LINK (a log position, a colon, then the "
             f"{LINK_HEX_DIGITS} hex digits of the chain's link there)"

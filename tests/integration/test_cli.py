@@ -361,6 +361,8 @@ MALFORMED_HEADS = (
     "-1:" + "a" * 64,
     "x:" + "a" * 64,
     "12" + "a" * 64,  # no colon
+    f"{2**63}:" + "a" * 64,  # beyond any log position (a BIGINT)
+    "99999999999999999999:" + "a" * 64,
     "",
 )
 
