@@ -37,7 +37,7 @@ from icelog.api.listen import CannotListen, address_text, bound_port, listening_
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
 from icelog.api.services import DEFAULT_WAREHOUSE_NAME, Services, open_catalog
-from icelog.api.settings import PREFIX, Settings, SettingsError
+from icelog.api.settings import MAX_PORT, PREFIX, Settings, SettingsError
 from icelog.projections import maintenance
 from icelog.projections.as_of import MAX_PAGE_SIZE
 from icelog.projections.audit_chain import GENESIS, LINK_HEX_DIGITS, AuditChain
@@ -330,6 +330,23 @@ def _audit_verify(args: argparse.Namespace, settings: Settings) -> int:
         services.close()
 
 
+def port_number(text: str) -> int:
+    """`--port`: 0 to 65535. The socket layer takes a larger number modulo 65536 (70000
+    would listen, and be announced, on 4464)."""
+    number = ascii_int(text)
+    if number is None or number > MAX_PORT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to {MAX_PORT})")
+    return number
+
+
+def worker_count(text: str) -> int:
+    """`--workers`: at least 1, as ICELOG_SERVE_WORKERS (0 or less ran one, silently)."""
+    number = ascii_int(text)
+    if number is None or number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers (1 or more)")
+    return number
+
+
 MAX_LOG_POSITION = 2**63 - 1
 
 
@@ -541,8 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the catalog server")
     serve.add_argument("--host", default=None, help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="listen port (default 8181)")
-    serve.add_argument("--workers", type=int, default=1, help="worker processes")
+    serve.add_argument("--port", type=port_number, default=None, help="listen port (default 8181)")
+    serve.add_argument("--workers", type=worker_count, default=1, help="worker processes")
     serve.set_defaults(run=_serve)
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema")
     migrate.set_defaults(run=_migrate)

@@ -34,6 +34,9 @@ def _bool(value: str, name: str) -> bool:
     raise SettingsError(f"{name} must be true or false, got {value!r}")
 
 
+MAX_PORT = 65535
+
+
 def _int(value: str, name: str, minimum: int = 0) -> int:
     try:
         number = int(value)
@@ -41,6 +44,14 @@ def _int(value: str, name: str, minimum: int = 0) -> int:
         raise SettingsError(f"{name} must be an integer, got {value!r}") from None
     if number < minimum:
         raise SettingsError(f"{name} must be >= {minimum}, got {number}")
+    return number
+
+
+def _port(value: str) -> int:
+    """ICELOG_PORT: 0 to 65535 (a larger number would listen elsewhere, modulo 65536)."""
+    number = _int(value, PREFIX + "PORT", 0)
+    if number > MAX_PORT:
+        raise SettingsError(f"{PREFIX}PORT must be <= {MAX_PORT}, got {number}")
     return number
 
 
@@ -486,7 +497,7 @@ class Settings:
             data_dir=data_dir,
             database_url=url,
             host=get("HOST", "127.0.0.1"),
-            port=_int(get("PORT", "8181"), PREFIX + "PORT", 0),
+            port=_port(get("PORT", "8181")),
             default_warehouse=_bool(get("DEFAULT_WAREHOUSE", "true"), PREFIX + "DEFAULT_WAREHOUSE"),
             default_warehouse_location=location,
             pg_pool_size=sizes.kept_open,

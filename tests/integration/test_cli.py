@@ -422,6 +422,24 @@ def port_held() -> Iterator[int]:
         holder.wait()
 
 
+def test_serve_refuses_a_port_or_worker_count_it_cannot_honour(tmp_path: Path) -> None:
+    """Port 70000 would listen (and be announced) on 4464, the socket layer taking it
+    modulo 65536; --workers 0 would run one. Each is a usage error: nothing served."""
+    env = {"ICELOG_DATA_DIR": str(tmp_path / "data"), "ICELOG_TASK_WORKERS": "0"}
+    for args, said in (
+        (["--port", "70000"], "is not a port"),
+        (["--port", "-1"], "is not a port"),
+        (["--workers", "0"], "is not a number of workers"),
+        (["--workers", "-2"], "is not a number of workers"),
+    ):
+        done = icelog("serve", *args, env=env)
+        assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
+        assert done.stdout == ""
+    by_env = icelog("serve", env={**env, "ICELOG_PORT": "70000"})
+    assert by_env.returncode == 2 and "ICELOG_PORT must be <= 65535" in by_env.stderr
+    assert not (tmp_path / "data").exists(), "no catalog created"
+
+
 def test_serve_on_a_busy_port_announces_nothing(tmp_path: Path) -> None:
     """A second server on a port in use: one line saying so, a non-zero exit, no "serving"
     line, no console address, and no catalog created — with one worker or several."""
