@@ -129,7 +129,9 @@ def _database_url(value: str) -> str | None:
     if not parsed.path.strip("/"):
         raise SettingsError(f"{PREFIX}DATABASE_URL must name a database")
     try:
-        parsed.port  # noqa: B018 - parsing it is the check
+        # libpq's multi-host form (`h1:5432,h2:5432`, for failover) is libpq's to parse.
+        if "," not in parsed.netloc.rpartition("@")[2]:
+            parsed.port  # noqa: B018 - parsing it is the check
     except ValueError:
         raise SettingsError(
             f"{PREFIX}DATABASE_URL: its port is not a number from 0 to 65535 (a '/', '?', "
@@ -144,11 +146,10 @@ def redact_url(url: str) -> str:
     parsed = urlparse(url)
     netloc = parsed.netloc
     if parsed.password is not None:
-        host = parsed.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        port = f":{parsed.port}" if parsed.port else ""
-        user = f"{parsed.username}:***@" if parsed.username else ":***@"
-        netloc = f"{user}{host}{port}"
+        # The hosts part as written (one host, an IPv6 one, or libpq's several), so that
+        # nothing is parsed that could fail or move a piece of the password elsewhere.
+        userinfo, _, hosts = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:***@{hosts}"
     query = "&".join(
         f"{name}=***" if unquote(name).strip().lower() == "password" else part
         for part in parsed.query.split("&")
