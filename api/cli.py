@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import os
 import signal
@@ -33,7 +32,13 @@ from icelog.api.database_check import describe_connection_error, probe
 from icelog.api.dev_idp import command as dev_idp
 from icelog.api.event_log import AsOfRequest, Indexer, catalog_document
 from icelog.api.http import ascii_int
-from icelog.api.listen import CannotListen, address_text, bound_port, listening_sockets
+from icelog.api.listen import (
+    CannotListen,
+    address_text,
+    bound_port,
+    is_loopback,
+    listening_sockets,
+)
 from icelog.api.logs import configure_logging, uvicorn_log_options
 from icelog.api.publishing import LogAccess, build_relay, make_sink
 from icelog.api.services import DEFAULT_WAREHOUSE_NAME, Services, open_catalog
@@ -74,15 +79,6 @@ def open_mode_warning(host: str) -> str:
         "sidecar) hands that right to whoever reaches it. Set ICELOG_OPENID_PROVIDER_URI "
         "before exposing icelog in any way (docs/auth.md)."
     )
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -15,6 +15,7 @@ the host resolves to, SO_REUSEADDR, IPv6 sockets IPv6-only), so `--host localhos
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 BACKLOG = 2048  # uvicorn's default
@@ -25,6 +26,16 @@ class CannotListen(Exception):
 
     def __init__(self, host: str, port: int, reason: str) -> None:
         super().__init__(f"cannot listen on {address_text(host, port)}: {reason}")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name, an address, an IPv6 one in brackets) is this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def address_text(host: str, port: int) -> str:

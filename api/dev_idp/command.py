@@ -17,7 +17,6 @@ process) unless `--key-file` keeps one.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import signal
 import sys
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from icelog.api.dev_idp.provider import USER_NAME, new_rsa_key
 from icelog.api.dev_idp.server import DevIdentityProvider
+from icelog.api.listen import is_loopback
 
 DEFAULT_PORT = 8180
 DEFAULT_USERS = ("alice", "bob")
@@ -140,15 +140,6 @@ def parse_users(entries: list[str]) -> dict[str, str]:
             raise UsageError(f"--user {name!r} is given twice")
         users[name] = secret or f"{name}-secret"
     return users
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_remote(host: str, *, allow: bool) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from icelog.api.cli import is_loopback, unauthenticated_refusal
+from icelog.api.cli import unauthenticated_refusal
+from icelog.api.listen import is_loopback
 from icelog.api.settings import Settings, SettingsError
 from tests.integration.conftest import Authed
 from tests.support.idp import new_rsa_key
