@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import build_request, run_clients
-from run import SCHEMA, append_body, free_port
+from run import SCHEMA, append_body, free_port, wait_healthy
 
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="  # benchmark-only secrets key
@@ -66,16 +65,7 @@ class TreeServer:
             stderr=log,
         )
         self.base = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(self.base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(Path(self.tmp, "server.log").read_text())
-            time.sleep(0.1)
+        wait_healthy(self.base, self.proc, Path(self.tmp, "server.log"), 60)
         config = httpx.get(self.base + "/catalog/v1/config", params={"warehouse": "default"})
         self.prefix = config.json()["overrides"]["prefix"]
         self.catalog = f"{self.base}/catalog/v1/{self.prefix}"

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from loadgen import build_request, run_clients  # noqa: E402
-from run import append_body  # noqa: E402
+from run import append_body, wait_healthy  # noqa: E402
 
 from tests.support.idp import TestIdentityProvider  # noqa: E402
 
@@ -68,16 +68,7 @@ class Server:
         )  # fmt: skip
         self.base = f"http://127.0.0.1:{self.port}"
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(self.base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(Path(self.tmp, "server.log").read_text())
-            time.sleep(0.1)
+        wait_healthy(self.base, self.proc, Path(self.tmp, "server.log"), 60)
         if token:
             self.post("/management/v1/bootstrap", {"accept-terms-of-use": True})
         config = httpx.get(

@@ -47,6 +47,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path, seconds: float) -> None:
+    """Until the server at `base` answers /health; its log as the error if it exits or
+    does not answer in `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(base + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(log.read_text())
+        time.sleep(0.05)
+
+
 class Server:
     def __init__(self, backend: str, workers: int) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="icelog-bench-")
@@ -70,15 +85,7 @@ class Server:
         self.log = Path(self.tmp.name, "server.log").open("wb")  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
         self.base = f"http://127.0.0.1:{self.port}"
-        while True:
-            try:
-                if httpx.get(self.base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.perf_counter() - t0 > 60:
-                raise RuntimeError(Path(self.tmp.name, "server.log").read_text())
-            time.sleep(0.05)
+        wait_healthy(self.base, self.proc, Path(self.tmp.name, "server.log"), 60)
         self.ready_s = time.perf_counter() - t0
         cfg = httpx.get(self.base + "/catalog/v1/config", params={"warehouse": "default"}).json()
         self.prefix = cfg["overrides"]["prefix"]
