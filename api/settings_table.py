@@ -30,6 +30,12 @@ class Setting:
     section: str
     shown: str | None = None  # the default as the reference says it, when not `default`
 
+    def default_text(self) -> str:
+        """The default as the settings reference says it."""
+        if self.shown is not None:
+            return self.shown
+        return f"`{self.default}`" if self.default else "unset"
+
 
 def _s(
     name: str,
@@ -98,56 +104,7 @@ SETTINGS: tuple[Setting, ...] = (
         "publish.run_in_serve",
         k.Custom(k.sinks, "list of `nats`, `kafka`"),
         "",
-        "relays that `icelog serve` runs: `nats`, `kafka` or `nats,kafka`; see "
-        "[events.md](events.md)",
-        EVENTS,
-    ),
-    _s(
-        "NATS_SUBJECT_PREFIX",
-        "publish.nats_subject_prefix",
-        k.Custom(k.subject_prefix, "dot-separated tokens"),
-        "icelog",
-        "NATS subject prefix: dot-separated tokens, no wildcards",
-        EVENTS,
-    ),
-    _s(
-        "NATS_STREAM",
-        "publish.nats_stream",
-        k.Custom(k.stream, "name"),
-        "ICELOG",
-        "JetStream stream (letters, digits, `-`, `_`)",
-        EVENTS,
-    ),
-    _s(
-        "KAFKA_TOPIC",
-        "publish.kafka_topic",
-        k.Custom(k.kafka_topic, "Kafka topic"),
-        "icelog-events",
-        "Kafka topic",
-        EVENTS,
-    ),
-    _s(
-        "KAFKA_CONFIG",
-        "publish.kafka_config",
-        k.Custom(k.kafka_config, "JSON object"),
-        "{}",
-        "more librdkafka producer settings, as a JSON object",
-        EVENTS,
-    ),
-    _s(
-        "KAFKA_BOOTSTRAP_SERVERS",
-        "publish.kafka_bootstrap_servers",
-        k.Custom(k.kafka_servers, "`host:port,…`"),
-        "",
-        "Kafka brokers; required for the `kafka` sink",
-        EVENTS,
-    ),
-    _s(
-        "NATS_URL",
-        "publish.nats_urls",
-        k.Custom(k.nats_urls, "list of URLs"),
-        "nats://127.0.0.1:4222",
-        "NATS server(s), comma-separated, `nats://` or `tls://`",
+        "relays that `icelog serve` runs: `nats`, `kafka` or `nats,kafka`",
         EVENTS,
     ),
     _s(
@@ -176,11 +133,59 @@ SETTINGS: tuple[Setting, ...] = (
         EVENTS,
     ),
     _s(
+        "NATS_URL",
+        "publish.nats_urls",
+        k.Custom(k.nats_urls, "list of URLs"),
+        "nats://127.0.0.1:4222",
+        "NATS server(s), comma-separated, `nats://` or `tls://`",
+        EVENTS,
+    ),
+    _s(
+        "NATS_STREAM",
+        "publish.nats_stream",
+        k.Custom(k.stream, "name"),
+        "ICELOG",
+        "JetStream stream (letters, digits, `-`, `_`)",
+        EVENTS,
+    ),
+    _s(
+        "NATS_SUBJECT_PREFIX",
+        "publish.nats_subject_prefix",
+        k.Custom(k.subject_prefix, "dot-separated tokens"),
+        "icelog",
+        "NATS subject prefix: dot-separated tokens, no wildcards",
+        EVENTS,
+    ),
+    _s(
         "NATS_DUPLICATE_WINDOW_SECONDS",
         "publish.nats_duplicate_window_seconds",
         k.Float(1.0),
         "120",
         "duplicate window of the stream when the relay creates it",
+        EVENTS,
+    ),
+    _s(
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "publish.kafka_bootstrap_servers",
+        k.Custom(k.kafka_servers, "`host:port,…`"),
+        "",
+        "Kafka brokers; required for the `kafka` sink",
+        EVENTS,
+    ),
+    _s(
+        "KAFKA_TOPIC",
+        "publish.kafka_topic",
+        k.Custom(k.kafka_topic, "Kafka topic"),
+        "icelog-events",
+        "Kafka topic",
+        EVENTS,
+    ),
+    _s(
+        "KAFKA_CONFIG",
+        "publish.kafka_config",
+        k.Custom(k.kafka_config, "JSON object"),
+        "{}",
+        "more librdkafka producer settings, as a JSON object",
         EVENTS,
     ),
     _s(

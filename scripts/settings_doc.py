@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from icelog.api.settings import PREFIX
-from icelog.api.settings_table import SECTIONS, SETTINGS, Setting
+from icelog.api.settings_table import SECTIONS, SETTINGS
 
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 
@@ -26,18 +26,12 @@ with a message naming the variable (exit status 2).
 """
 
 
-def default(setting: Setting) -> str:
-    if setting.shown is not None:
-        return setting.shown
-    return f"`{setting.default}`" if setting.default else "unset"
-
-
 def render() -> str:
     out = [INTRO]
     for section in SECTIONS:
         out += [f"## {section}", "", "| variable | kind | default | meaning |", "|---|---|---|---|"]
         out += [
-            f"| `{PREFIX}{s.name}` | {s.kind.describe()} | {default(s)} | {s.doc} |"
+            f"| `{PREFIX}{s.name}` | {s.kind.describe()} | {s.default_text()} | {s.doc} |"
             for s in SETTINGS
             if s.section == section
         ]
