@@ -24,8 +24,18 @@ class User(Aggregate):
         user_id: str  # on every event: a consumer needs no earlier one to know whose
 
     class Provisioned(Event, Aggregate.Created):
-        """First seen: `how` is `token` (a first authenticated call) or `endpoint`
-        (`POST /management/v1/user`)."""
+        """A user of an identity provider was recorded: by their first authenticated call (`how`:
+        `config-call-creation`, actor the user) or by `POST /management/v1/user`
+        (`create-endpoint`).
+
+        Data fields:
+            user-id: `oidc~<subject>`: the provider's subject (`oid`, `sub`, or
+                ICELOG_OPENID_SUBJECT_CLAIM).
+            name: Display name from the token (`name`, given and family name, ...).
+            email: E-mail from the token (`email`, or `upn` / `preferred_username` with an @).
+            user-type: `human` or `application`.
+            how: Lakekeeper's `last-updated-with`: `config-call-creation` or `create-endpoint`.
+        """
 
         TOPIC = "icelog.user.provisioned.v1"
         name: str
@@ -41,7 +51,17 @@ class User(Aggregate):
             aggregate.deleted = False
 
     class Updated(Event):
-        """Name, e-mail or type changed (a later token, or the update endpoint)."""
+        """A user's name, e-mail or type changed: a later token said otherwise
+        (`config-call-creation`), or `PUT /management/v1/user/{id}` (`update-endpoint`). Also brings
+        back a deleted user.
+
+        Data fields:
+            user-id: `oidc~<subject>`.
+            name: The new display name.
+            email: The new e-mail (null: none).
+            user-type: `human` or `application`.
+            how: `config-call-creation` or `update-endpoint`.
+        """
 
         TOPIC = "icelog.user.updated.v1"
         name: str
@@ -56,8 +76,12 @@ class User(Aggregate):
             aggregate.deleted = False
 
     class Deleted(Event):
-        """Removed from the catalog; a later authenticated call provisions the user again
-        (as Lakekeeper does), with the grants gone."""
+        """`DELETE /management/v1/user/{id}`; the user's next authenticated call provisions them
+        again.
+
+        Data fields:
+            user-id: `oidc~<subject>`.
+        """
 
         TOPIC = "icelog.user.deleted.v1"
 
