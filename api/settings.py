@@ -123,7 +123,6 @@ class Settings:
     storage_read_timeout_seconds: float
     file_warehouse_roots: tuple[str, ...]
     s3_endpoint_hosts: tuple[str, ...]
-    fault_exit_after_commits: int
     events_retention_days: float
     forwarded_allow_ips: tuple[str, ...]
     auth: AuthSettings

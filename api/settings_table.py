@@ -59,7 +59,6 @@ EVENTS = "Change events"
 STORAGE = "Storage access and containment"
 AUDIT = "Audit"
 LOGS = "Logs"
-TESTS = "Tests"
 
 SETTINGS: tuple[Setting, ...] = (
     _s(
@@ -447,15 +446,6 @@ SETTINGS: tuple[Setting, ...] = (
         STORAGE,
     ),
     _s(
-        "FAULT_EXIT_AFTER_COMMITS",
-        "fault_exit_after_commits",
-        k.Int(),
-        "0",
-        "tests only: exit as under `kill -9` right after the n-th table commit lands, before "
-        "it is answered (`0`: never)",
-        TESTS,
-    ),
-    _s(
         "FORWARDED_ALLOW_IPS",
         "forwarded_allow_ips",
         k.Custom(k.proxies, "list of addresses, networks or `*`"),
@@ -560,4 +550,4 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
-SECTIONS = (STORE, LISTEN, AUTH, POOLS, CACHES, TASKS, EVENTS, STORAGE, AUDIT, LOGS, TESTS)
+SECTIONS = (STORE, LISTEN, AUTH, POOLS, CACHES, TASKS, EVENTS, STORAGE, AUDIT, LOGS)

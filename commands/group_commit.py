@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -52,13 +51,19 @@ class _Save:
 
 class GroupCommitter:
     def __init__(
-        self, app: Application[Any], on_append: Callable[[float, int], None] | None = None
+        self,
+        app: Application[Any],
+        on_append: Callable[[float, int], None] | None = None,
+        after_append: Callable[[Sequence[Any]], None] | None = None,
     ) -> None:
         self._app = app
         # Told the duration of each append transaction and how many saves it carried.
         self._on_append = on_append or (lambda _seconds, _saves: None)
+        # Told the events of each append once they are in and before any caller hears of
+        # it: the window in which a process may die with its commits landed but not
+        # answered (tests/support/dying_server.py observes it to die there).
+        self._after_append = after_append or (lambda _events: None)
         self._queue: queue.SimpleQueue[_Save | None] = queue.SimpleQueue()
-        self.exit_after_commits = 0  # fault injection, see _fault_after_append
         self._thread = threading.Thread(target=self._run, name="icelog-group-commit", daemon=True)
         self._thread.start()
 
@@ -164,22 +169,12 @@ class GroupCommitter:
         for item in batch:
             offset += len(item.events)
             item.position = ids[offset - 1] if item.events and ids else 0
-        self._fault_after_append(processing.events)
         # The events are in: nothing after this point may report the saves as failed.
+        with contextlib.suppress(Exception):
+            self._after_append(processing.events)
         with contextlib.suppress(Exception):
             self._on_append(time.perf_counter() - started, len(batch))
         return processing
-
-    def _fault_after_append(self, events: list[Any]) -> None:
-        """Fault injection for tests (ICELOG_FAULT_EXIT_AFTER_COMMITS): the process dies,
-        as under `kill -9`, right after the n-th append of a table commit committed and
-        before any caller hears of it — the window issue 16 is about."""
-        if self.exit_after_commits <= 0:
-            return
-        if any(getattr(e, "TOPIC", "") == "icelog.table.committed.v1" for e in events):
-            self.exit_after_commits -= 1
-            if self.exit_after_commits == 0:
-                os._exit(137)
 
     def _map(self, events: list[Any]) -> list[StoredEvent]:
         return [self._app.mapper.to_stored_event(event) for event in events]
