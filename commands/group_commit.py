@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eventsourcing.application import ProcessingEvent
+from eventsourcing.application import ProcessingEvent, project_aggregate
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
@@ -124,10 +124,31 @@ class GroupCommitter:
         # After the callers are on their way: a snapshot reads the aggregate back, and the
         # writers waiting on this append need nothing from it.
         try:
-            self._app._take_snapshots(processing)
+            self._take_snapshots(processing)
         except Exception:
             # Snapshots only make loading faster; the next save takes them again.
             log.warning("could not take snapshots after an append", exc_info=True)
+
+    def _take_snapshots(self, processing: ProcessingEvent[Any]) -> None:
+        """What `Application.save()` does after its insert, through the library's public
+        snapshot API: a snapshot of each saved aggregate whose new version is a multiple
+        of its type's `snapshotting_intervals`."""
+        app = self._app
+        if app.snapshots is None or not app.snapshotting_intervals:
+            return
+        for event in processing.events:
+            aggregate = processing.aggregates.get(event.originator_id)
+            if aggregate is None:
+                continue
+            kind = type(aggregate)
+            interval = app.snapshotting_intervals.get(kind)
+            if interval is None or event.originator_version % interval:
+                continue
+            app.take_snapshot(
+                event.originator_id,
+                version=event.originator_version,
+                projector_func=app.snapshotting_projectors.get(kind, project_aggregate),
+            )
 
     @staticmethod
     def _without_doomed(batch: list[_Save]) -> list[_Save]:
