@@ -13,7 +13,8 @@ its latency (one client: -15 % loadTable/s when every response waited). Held byt
 written at once past `FLUSH_BYTES`, so a long response streams with the transport's own
 flow control, and before the connection closes.
 
-Measured (docs/benchmarks.md, session 11): loadTable +11-25 % at 32 clients.
+Measured (docs/benchmarks.md, session 11): loadTable +11-25 % at 32 clients. uvicorn
+writes through it by api/adapters/uvicorn.py.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Sized
 from typing import Any
-
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 FLUSH_BYTES = 64 * 1024
 
@@ -110,10 +109,3 @@ class BatchedTransport(asyncio.Transport):
 
     def get_protocol(self) -> asyncio.BaseProtocol:
         return self._transport.get_protocol()
-
-
-class BatchedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol, writing through a `BatchedTransport`."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(BatchedTransport(transport, self.loop, self.tasks))

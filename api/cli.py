@@ -19,9 +19,9 @@ import psycopg
 import uvicorn
 
 from icelog.api import cli_browse
+from icelog.api.adapters.uvicorn import BatchedHttpProtocol
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
-from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.clients import (
     ClientPackageMissing,
     duckdb_load_statements,

@@ -20,7 +20,7 @@ import sys
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from icelog.api.batched_writes import BatchedHttpProtocol
+from icelog.api.adapters.uvicorn import BatchedHttpProtocol
 from icelog.api.logs import configure_logging, uvicorn_log_options
 
 

@@ -1,4 +1,4 @@
-"""A real uvicorn server with icelog's BatchedHttpProtocol (api/batched_writes.py): under
+"""A real uvicorn server with icelog's BatchedHttpProtocol (api/adapters/uvicorn.py): under
 many concurrent keep-alive requests every response arrives whole and to the request it
 answers, streamed bodies far larger than what is held arrive intact, and responses without
 a body (204, HEAD) are not held back forever."""
@@ -16,7 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
-from icelog.api.batched_writes import BatchedHttpProtocol
+from icelog.api.adapters.uvicorn import BatchedHttpProtocol
 
 CHUNK = b"0123456789abcdef" * 1024  # 16 KiB
 CHUNKS = 64  # 1 MiB: sixteen times FLUSH_BYTES
