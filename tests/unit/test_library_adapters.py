@@ -22,13 +22,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route, Router
 from starlette.types import Message
-from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-from uvicorn.server import ServerState
 
 from icelog.api.adapters import starlette as starlette_adapter
-from icelog.api.adapters import uvicorn as uvicorn_adapter
-from icelog.api.batched_writes import BatchedTransport
 from icelog.projections import pg_binary
 from icelog.projections.adapters import eventsourcing as eventsourcing_adapter
 
@@ -42,7 +37,6 @@ def _release(text: str) -> tuple[int, int]:
     ("distribution", "adapter"),
     [
         ("starlette", starlette_adapter),
-        ("uvicorn", uvicorn_adapter),
         ("eventsourcing", eventsourcing_adapter),
         ("psycopg", pg_binary),
     ],
@@ -106,40 +100,6 @@ def test_enter_route_sets_the_scope_as_the_router_does() -> None:
     starlette_adapter.enter_route(ours, route, found.groupdict())
     for key in ("route", "endpoint", "path_params"):
         assert ours[key] == seen[key], key
-
-
-# -- uvicorn ------------------------------------------------------------------------------
-
-
-class _Transport(asyncio.Transport):
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"sockname": ("127.0.0.1", 1), "peername": ("127.0.0.1", 2)}.get(name, default)
-
-
-def test_the_httptools_protocol_writes_through_the_transport_it_is_given() -> None:
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        return None
-
-    loop = asyncio.new_event_loop()
-    try:
-        state = ServerState()
-        config = Config(app, http="httptools", log_level="warning")
-        protocol = uvicorn_adapter.BatchedHttpProtocol(config, state, {}, _loop=loop)
-        assert protocol.loop is loop
-        assert protocol.tasks is state.tasks  # the server's running request tasks
-        raw = _Transport()
-        protocol.connection_made(raw)
-        assert isinstance(protocol.transport, BatchedTransport)
-        assert protocol.transport._transport is raw
-    finally:
-        loop.close()
-    # Every response byte goes through `self.transport` (head, body, 100-continue, errors).
-    source = inspect.getsource(HttpToolsProtocol)
-    assert "self.transport.write(" in source
-    # A request's task is in `tasks` while it runs: the writes are held only then.
-    assert (
-        "self.tasks.add(task)" in source and "task.add_done_callback(self.tasks.discard)" in source
-    )
 
 
 # -- eventsourcing --------------------------------------------------------------------------
