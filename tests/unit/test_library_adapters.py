@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from eventsourcing.domain import Aggregate
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 from psycopg.adapt import AdaptersMap, Dumper, PyFormat
@@ -132,6 +133,15 @@ def test_the_recorders_append_hooks_run_inside_the_append() -> None:
     ):
         parameters = list(inspect.signature(hook).parameters.values())
         assert [p.kind for p in parameters][-1] is inspect.Parameter.VAR_KEYWORD
+
+
+def test_aggregates_are_created_by_the_librarys_create_with_an_event_class() -> None:
+    """Aggregates with an explicit creation event (NameClaim, IdempotencyRecord, Server)
+    call `Aggregate._create(event_class, id=..., **attributes)`, the library's way to
+    create an aggregate from a chosen event class."""
+    parameters = inspect.signature(Aggregate._create).parameters
+    assert list(parameters)[:2] == ["event_class", "id"]
+    assert parameters["id"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 # -- psycopg --------------------------------------------------------------------------------
