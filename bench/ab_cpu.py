@@ -27,12 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab import TreeServer, commits, creates
 from loadgen import build_request, run_clients
-from run import SCHEMA
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -46,11 +43,7 @@ def loads(server: TreeServer, clients: int, duration: float, what: str) -> dict[
     """GETs of one path (`load`: loadTable of a 1-snapshot table; `namespace`: loadNamespace,
     a light read the router dispatches): by wrk where it is installed (a cheap client: the
     server, not the load generator, is then what runs out of CPU), else by loadgen."""
-    if not server.has_table:
-        httpx.post(
-            server.catalog + "/namespaces/bench/tables", json={"name": "one", "schema": SCHEMA}
-        ).raise_for_status()
-        server.has_table = True
+    server.make_table()
     path = f"/catalog/v1/{server.prefix}/namespaces/bench"
     if what == "load":
         path += "/tables/one?snapshots=all"
