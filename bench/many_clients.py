@@ -8,8 +8,8 @@ with `ICELOG_PG_MAX_CONNECTIONS` 3 or 100 alike, and on the code before issue 32
 as well; with 8 or 30 clients every request answers 200 in 2-5 s. The handler thread pool
 holds 40 threads (api/threads.py), which points at thread starvation in the commit path
 (the group committer), not at the connection pools; it still hangs with uvicorn's own
-protocol (no batched writes, checked the same day). Prints the
-statuses, the time, and the server log's errors.
+protocol (no batched writes, checked the same day). Prints the statuses, the time, and
+the server log's errors.
 """
 
 from __future__ import annotations
