@@ -1,113 +1,233 @@
-"""The read-model rows of a batch the one-statement appends can write (recorders.py).
+"""The one-round-trip PostgreSQL append: the fold's rows sent as arrays to one function.
 
-The inline projection (catalog_view.py) applies events one at a time, each statement a
-round trip inside the append's locked transaction. Most appends are made of a few kinds
-of events whose rows are known in advance: commits that move a tabular to a document the
-command handed in, and creations of tables and views. For such a batch this module
-computes every row up front, so that one server-side function call can write the events
-and the rows together; any other batch is None and takes the general path.
+The inline projection (row_writer.py) runs the fold's operations one statement at a
+time, each a round trip inside the append's locked transaction. Most appends hold only
+operations of a few kinds: tables and views created (with their guards and their
+creator's ownership) and commits that move a tabular to a document the command handed
+in. `ARRAY_WRITES` names those kinds; `plan` takes a batch's operations from the same
+fold (projections/fold.py) and, when every one of them is of those kinds, groups them
+into one array per column; `function_sql` generates the server-side function that writes
+them, so the rows it writes are the fold's, never a second copy of its rules. Any other
+batch (a read needed, another table, another guard) is None and takes the general path.
+
+Changing `ARRAY_WRITES` changes the function's parameters: ship it with a migration step
+that creates the new function (projections/migrations.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-import orjson
+from icelog.projections import location_overlap, pg_binary
+from icelog.projections.catalog_rows import COMMIT_COLUMNS
+from icelog.projections.fold import rows_of
+from icelog.projections.row_ops import (
+    Insert,
+    InsertIfAbsent,
+    NamespaceExists,
+    NeedsReadError,
+    NoOverlap,
+    NoReads,
+    Op,
+    Require,
+    Update,
+)
+from icelog.projections.schema import TABULAR_COLUMN_NAMES
 
-from icelog.domain.claims import NameClaim
-from icelog.domain.identifiers import NamespaceName
-from icelog.domain.locations import normalize_location
-from icelog.domain.ownership import owned_by_creation
-from icelog.domain.table import Table
-from icelog.domain.view import View
-from icelog.projections import location_overlap
-from icelog.projections.catalog_view import CatalogView
-from icelog.projections.schema import grant_row_id
-
-# A commit's row: (metadata location, document, version, time), keyed by tabular id.
-CommitRow = tuple[str, bytes, int, str]
-
-# Events that change no read-model row (CatalogView.apply_one has nothing for them):
-# names claimed or released.
-_NO_ROW = (NameClaim.Event,)
-_CREATED = (Table.Created, Table.Registered, View.Created, View.Registered)
+FUNCTION = "icelog_append_rows"
+_TYPES = {"metadata": "bytea", "version": "bigint"}  # every other column is text
 
 
 @dataclass(frozen=True)
-class NewTabular:
-    """The row a table's or view's creation inserts, and the locations that would overlap
-    it: `holders` (its '/'-prefixes and itself) for the equality lookups; the range below
-    it is derived from `location` by the function."""
+class ArrayWrite:
+    """A kind of write the function takes: one array parameter per column."""
 
-    id: str
-    warehouse_id: str
-    ns_key: str
-    name: str
-    kind: str
-    location: str
-    metadata_location: str
-    document: bytes
-    version: int
-    stamp: str
-    holders: list[str]
+    op: type[Insert | InsertIfAbsent | Update]
+    table: str
+    columns: tuple[str, ...]  # an update's first column is the row's id
+
+    def types(self) -> tuple[str, ...]:
+        return tuple(_TYPES.get(c, "text") for c in self.columns)
+
+
+NEW_TABULARS = ArrayWrite(Insert, "icelog_tabulars", TABULAR_COLUMN_NAMES)
+NEW_GRANTS = ArrayWrite(
+    InsertIfAbsent,
+    "icelog_grants",
+    ("id", "object_kind", "object_id", "relation", "principal_kind", "principal_id", "created_at"),
+)
+COMMITS = ArrayWrite(Update, "icelog_tabulars", ("id", *COMMIT_COLUMNS))
+# In the order the function writes them: new rows first, so two creates of one batch see
+# each other in the guards.
+ARRAY_WRITES = (NEW_TABULARS, NEW_GRANTS, COMMITS)
 
 
 @dataclass
-class AppendRows:
-    commits: dict[str, CommitRow] = field(default_factory=dict)
-    creates: list[NewTabular] = field(default_factory=list)
-    # (row id, object kind, object id, owner, time): ownership taken by a creation's actor
-    grants: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+class Planned:
+    """A batch's rows, one list of rows per entry of ARRAY_WRITES, and the overlap
+    probes of the new tabulars (for each, the locations that would hold it)."""
+
+    rows: list[list[tuple[Any, ...]]] = field(default_factory=lambda: [[] for _ in ARRAY_WRITES])
+    updates: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def params(self, encoding: str) -> list[pg_binary.Encoded]:
+        """The function's parameters after the events."""
+        found: list[pg_binary.Encoded] = []
+        self.rows[ARRAY_WRITES.index(COMMITS)] = list(self.updates.values())
+        for write, rows in zip(ARRAY_WRITES, self.rows, strict=True):
+            columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)]
+            columns = columns or [[] for _ in write.columns]
+            found.extend(
+                _array(t, c, encoding) for t, c in zip(write.types(), columns, strict=True)
+            )
+        new = self.rows[ARRAY_WRITES.index(NEW_TABULARS)]
+        at = NEW_TABULARS.columns.index("location")
+        probes = [(n, h) for n, row in enumerate(new, 1) for h in location_overlap.holders(row[at])]
+        found.append(pg_binary.int4_array([n for n, _ in probes]))
+        found.append(pg_binary.text_array([h for _, h in probes], encoding))
+        return found
 
 
-def append_rows(events: Sequence[object] | None, hints: Mapping[str, bytes]) -> AppendRows | None:
-    """The rows `events` write, or None when one of them needs the general path."""
+def _array(kind: str, values: Sequence[Any], encoding: str) -> pg_binary.Encoded:
+    if kind == "bytea":
+        return pg_binary.bytea_array(values)
+    if kind == "bigint":
+        return pg_binary.int8_array(values)
+    return pg_binary.text_array(values, encoding)
+
+
+def _guards_of(row: Mapping[str, Any]) -> set[object]:
+    """The checks the function makes for a new tabular (see `function_sql`)."""
+    return {
+        NamespaceExists(row["warehouse_id"], row["ns_key"]),
+        NoOverlap(row["warehouse_id"], row["id"], row["location"]),
+    }
+
+
+def _array_write(op: Op) -> ArrayWrite | None:
+    if isinstance(op, Insert | InsertIfAbsent):
+        for write in (NEW_TABULARS, NEW_GRANTS):
+            if (type(op), op.table, tuple(op.row)) == (write.op, write.table, write.columns):
+                return write
+    return None
+
+
+def plan(events: Sequence[object] | None, hints: Mapping[str, bytes]) -> Planned | None:
+    """The arrays `events` write, or None when one of their operations needs the
+    general path."""
     if not events:
         return None
-    rows = AppendRows()
-    for event in events:
-        if isinstance(event, _NO_ROW):
-            continue
-        if isinstance(event, _CREATED):
-            created = _new_tabular(event, hints)
-            if created is None:
+    ops: list[Op] = []
+    try:
+        for event in events:
+            ops.extend(rows_of(event, hints, NoReads()))
+    except NeedsReadError:
+        return None
+    planned = Planned()
+    checks: set[object] = set()
+    guarded: set[object] = set()
+    for op in ops:
+        if isinstance(op, Require):
+            checks.add(op.check)
+        elif isinstance(op, Update) and (op.table, (*op.values,)) == (
+            COMMITS.table,
+            COMMITS.columns[1:],
+        ):
+            # A later commit of the same tabular supersedes (it overwrites every column).
+            planned.updates[op.id] = (op.id, *op.values.values())
+        else:
+            write = _array_write(op)
+            if write is None:
                 return None
-            rows.creates.append(created)
-            owned = owned_by_creation(event)
-            if owned is not None:
-                actor = str(event.actor)
-                row_id = grant_row_id(owned.id, "ownership", "user", actor)
-                rows.grants.append((row_id, owned.kind, owned.id, actor, created.stamp))
-            continue
-        found = CatalogView.plain_commit(event, hints)
-        if found is None:
-            return None
-        rows.commits[found[0]] = found[1]  # a later commit of the same tabular supersedes
-    if rows.commits and any(created.id in rows.commits for created in rows.creates):
-        return None  # a tabular created and committed in one batch: keep the event order
-    return rows
+            row = op.row  # type: ignore[union-attr]
+            if write is NEW_TABULARS:
+                if len(location_overlap.holders(row["location"])) > location_overlap.MAX_PREFIXES:
+                    return None  # a hostile depth: the general path's direct test answers it
+                guarded |= _guards_of(row)
+            planned.rows[ARRAY_WRITES.index(write)].append(tuple(row.values()))
+    new_ids = {r[0] for r in planned.rows[ARRAY_WRITES.index(NEW_TABULARS)]}
+    if checks != guarded or new_ids & planned.updates.keys():
+        # Another guard than the function's, or a tabular created and committed in one
+        # batch (the function's order would not be the events' order).
+        return None
+    return planned
 
 
-def _new_tabular(
-    event: Table.Created | Table.Registered | View.Created | View.Registered,
-    hints: Mapping[str, bytes],
-) -> NewTabular | None:
-    location = normalize_location(event.location)
-    holders = location_overlap.holders(location)
-    if len(holders) > location_overlap.MAX_PREFIXES:
-        return None  # a hostile depth: the general path's direct test answers it
-    stamp = event.timestamp.isoformat()
-    return NewTabular(
-        id=str(event.originator_id),
-        warehouse_id=str(event.warehouse_id),
-        ns_key=NamespaceName(tuple(event.namespace)).key,
-        name=event.name,
-        kind="view" if isinstance(event, View.Event) else "table",
-        location=location,
-        metadata_location=event.metadata_location,
-        document=hints.get(event.metadata_location) or orjson.dumps(event.metadata),
-        version=event.originator_version,
-        stamp=stamp,
-        holders=holders,
+def parameters() -> str:
+    """The function's parameter list (`{schema}`, `{event}`: names the recorder fills in)."""
+    arrays = [
+        f"a{n}_{column} {kind}[]"
+        for n, write in enumerate(ARRAY_WRITES)
+        for column, kind in zip(write.columns, write.types(), strict=True)
+    ]
+    return ", ".join(
+        ["events {schema}.{event}[]", *arrays, "probe_rows int[]", "probe_locations text[]"]
     )
+
+
+def parameter_count() -> int:
+    return 1 + sum(len(w.columns) for w in ARRAY_WRITES) + 2
+
+
+def _unnest(n: int, write: ArrayWrite) -> str:
+    arrays = ", ".join(f"a{n}_{c}" for c in write.columns)
+    return f"unnest({arrays}) AS u({', '.join(write.columns)})"
+
+
+def _write_sql(n: int, write: ArrayWrite) -> str:
+    table = "{schema}." + write.table
+    if write.op is Update:
+        sets = ", ".join(f"{c} = u.{c}" for c in write.columns[1:])
+        return f"UPDATE {table} AS t SET {sets} FROM {_unnest(n, write)} WHERE t.id = u.id; "
+    names = ", ".join(write.columns)
+    conflict = " ON CONFLICT (id) DO NOTHING" if write.op is InsertIfAbsent else ""
+    return f"INSERT INTO {table} ({names}) SELECT * FROM {_unnest(n, write)}{conflict}; "
+
+
+def _new_tabular_guards() -> str:
+    """The checks `_guards_of` names, for every new tabular: its location overlaps no
+    other table's or view's of the warehouse, live or soft-dropped (an integrity
+    violation, as a version conflict is: the command's retry then answers 409), and its
+    namespace exists (404)."""
+    n = ARRAY_WRITES.index(NEW_TABULARS)
+    # One new row at a time, each test an index lookup planned with the row's values
+    # (EXECUTE): a kept plan, made on a small catalog, chose an index by warehouse alone
+    # and read every location of the warehouse per create.
+    overlaps = " OR ".join(
+        "EXISTS (SELECT 1 FROM {schema}." + table + " AS t WHERE t.warehouse_id = $1 "
+        f"AND {test} AND t.id <> $3)"
+        for table in ("icelog_tabulars", "icelog_deleted_tabulars")
+        for test in (
+            "t.location = ANY($2)",
+            "t.location COLLATE \"C\" >= $4 || '/' AND t.location COLLATE \"C\" < $4 || '0'",
+        )
+    )
+    return (
+        f"FOR i IN 1 .. coalesce(array_length(a{n}_id, 1), 0) LOOP "
+        "held := ARRAY(SELECT p.loc FROM unnest(probe_rows, probe_locations) AS p(r, loc) "
+        "WHERE p.r = i); "
+        f"EXECUTE $q$SELECT {overlaps}$q$ INTO overlapping "
+        f"USING a{n}_warehouse_id[i], held, a{n}_id[i], a{n}_location[i]; "
+        "IF overlapping THEN "
+        "RAISE EXCEPTION 'icelog: a new location overlaps another table''s or view''s' "
+        "USING ERRCODE = 'unique_violation'; "
+        "END IF; "
+        "END LOOP; "
+        f"IF EXISTS (SELECT 1 FROM unnest(a{n}_warehouse_id, a{n}_ns_key) AS n(w, k) "
+        "WHERE NOT EXISTS (SELECT 1 FROM {schema}.icelog_namespaces AS s "
+        "WHERE s.warehouse_id = n.w AND s.ns_key = n.k)) THEN "
+        "RAISE EXCEPTION 'icelog: the namespace of a new table or view does not exist' "
+        "USING ERRCODE = 'foreign_key_violation'; "
+        "END IF; "
+    )
+
+
+def function_body() -> str:
+    """The writes after the events: each kind only when the batch has rows of it."""
+    body = []
+    for n, write in enumerate(ARRAY_WRITES):
+        guards = _new_tabular_guards() if write is NEW_TABULARS else ""
+        body.append(f"IF cardinality(a{n}_id) > 0 THEN {_write_sql(n, write)}{guards}END IF; ")
+    return "".join(body)

@@ -126,24 +126,21 @@ def _event_store(cur: Any, target: Target) -> None:
                 cur.execute(composed, prepare=False)
 
 
-def _append_function(cur: Any, target: Target) -> None:
-    """PostgreSQL: the one-statement append of plain commits (projections/recorders.py)."""
+def _superseded_append_function(cur: Any, target: Target) -> None:
+    """Steps 6 and 16 made the one-statement appends of commits and of creates, two
+    PL/pgSQL functions that repeated the read model's rules; step 18's function, made
+    from the fold (projections/append_rows.py), replaced both. Nothing calls them now:
+    a database that has them keeps them for replicas of the release before (removal
+    waits for a later release), and one made now never needs them."""
+
+
+def _append_rows_function(cur: Any, target: Target) -> None:
+    """PostgreSQL: the one-statement append of the rows the fold gives as arrays."""
     if target.dialect != "postgres":
         return
     for recorder in target.recorders:
-        if hasattr(recorder, "append_commits_function"):
-            cur.execute(recorder.append_commits_function(), prepare=False)
-
-
-def _append_creates_function(cur: Any, target: Target) -> None:
-    """PostgreSQL: the one-statement append of creates, and both append functions kept to
-    index plans (projections/recorders.py): step 6's function is replaced in place."""
-    if target.dialect != "postgres":
-        return
-    for recorder in target.recorders:
-        if hasattr(recorder, "append_creates_function"):
-            cur.execute(recorder.append_creates_function(), prepare=False)
-            cur.execute(recorder.append_commits_function(), prepare=False)
+        if hasattr(recorder, "append_rows_function"):
+            cur.execute(recorder.append_rows_function(), prepare=False)
 
 
 def _task_results(cur: Any, target: Target) -> None:
@@ -229,7 +226,7 @@ STEPS: tuple[Step, ...] = (
     Step(
         6,
         "one-statement append of commits (PostgreSQL function)",
-        _append_function,
+        _superseded_append_function,
         dialects=("postgres",),
     ),
     Step(7, "task outcomes in the task queue", _task_results),
@@ -244,10 +241,16 @@ STEPS: tuple[Step, ...] = (
     Step(
         16,
         "one-statement append of creates; append functions keep index plans",
-        _append_creates_function,
+        _superseded_append_function,
         dialects=("postgres",),
     ),
     Step(17, "grants of objects that are gone end with them", _end_grants_of_gone_objects),
+    Step(
+        18,
+        "one-statement append of the read model's rows, made from its fold",
+        _append_rows_function,
+        dialects=("postgres",),
+    ),
 )
 LATEST = STEPS[-1].version
 

@@ -1,6 +1,6 @@
 """Rebuild the catalog read model from the event log, and compare it with the live one.
 
-The inline projection and the rebuild run the same `CatalogView` code; the only
+The inline projection and the rebuild run the same fold (projections/fold.py); the only
 difference is that a rebuild has no hints and folds every commit from the previous
 document. Equality of the two proves the log alone reproduces the read model,
 metadata documents included.
@@ -9,10 +9,10 @@ A rebuild is mostly table commits, and the inline path's way of folding one (rea
 previous document back from the row, fold, write the row) costs two round trips per
 event. `_RebuildView` keeps the documents it wrote in memory and defers a commit's row
 write until something else needs the row, so a run of commits to a table costs one
-UPDATE; the fold and the SQL are still CatalogView's (the document is handed in as the
-hint, exactly as the inline path does). Events are read and applied through the same
-cursor, so a fold can run inside any transaction: its own batches (`rebuild`), a swap
-that holds the log's write lock, or a read snapshot (`projections.maintenance`).
+UPDATE; the rows are still the fold's (`statements` of its row operations). Events are
+read and applied through the same cursor, so a fold can run inside any transaction: its
+own batches (`rebuild`), a swap that holds the log's write lock, or a read snapshot
+(`projections.maintenance`).
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import orjson
 from eventsourcing.persistence import ApplicationRecorder, Mapper, Notification
 from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from icelog.domain.metadata_fold import replay_commit
 from icelog.domain.table import Table
 from icelog.domain.view import View
-from icelog.projections.catalog_view import CatalogView, Cursor
+from icelog.projections.fold import rows_of
+from icelog.projections.row_ops import Require, Update
+from icelog.projections.row_writer import Cursor, CursorReads, RowWriter, statements
 from icelog.projections.schema import READ_MODEL_TABLES, create_statements
 from icelog.projections.sql import write_transaction
 
@@ -88,29 +88,32 @@ def index_statements(dialect: str, prefix: str) -> list[str]:
     return [s for s in create_statements(dialect, prefix) if _is_index(s)]
 
 
-class _Recorded:
-    """Stands in for a cursor: keeps the statements instead of running them."""
+class _CachedReads(CursorReads):
+    """Documents the fold wrote are read from memory, the others from the table."""
 
-    def __init__(self) -> None:
-        self.statements: list[tuple[str, Sequence[Any]]] = []
+    def __init__(self, view: _RebuildView, cur: Cursor) -> None:
+        super().__init__(view, cur)
+        self.view = view
 
-    def execute(self, statement: str, params: Sequence[Any], **_: Any) -> None:
-        self.statements.append((statement, params))
+    def tabular_document(self, tabular_id: str) -> bytes:
+        # Nothing deferred for a row whose document is not kept: it is in the table.
+        found = self.view.documents.get(tabular_id)
+        return super().tabular_document(tabular_id) if found is None else found
 
 
-class _RebuildView(CatalogView):
-    """CatalogView with the previous documents in memory and commits' row writes deferred.
+class _RebuildView(RowWriter):
+    """RowWriter with the previous documents in memory and commits' row writes deferred.
 
-    A commit's statements (CatalogView's, with the folded document as the hint) only
-    overwrite columns of the table's own row, whatever the row held: so of several
-    commits to one table only the last value of each statement matters, and it may be
-    written later — as long as it is written before anything else runs. Every other
-    event first writes all deferred statements, then runs as the inline projection does.
+    A commit's writes (the fold's, as for any event) only overwrite columns of the
+    table's own row, whatever the row held: so of several commits to one table only the
+    last value of each statement matters, and it may be written later — as long as it is
+    written before anything else runs. Every other event first writes all deferred
+    statements, then runs as the inline projection does.
     """
 
     def __init__(self, dialect: str, prefix: str, cache_bytes: int | None = None) -> None:
         super().__init__(dialect, prefix)
-        self._docs: OrderedDict[str, bytes] = OrderedDict()
+        self.documents: OrderedDict[str, bytes] = OrderedDict()
         self._doc_bytes = 0
         self._max_bytes = CACHE_BYTES if cache_bytes is None else cache_bytes
         # tabular id -> {statement: params}; statement order is first-use order.
@@ -127,36 +130,35 @@ class _RebuildView(CatalogView):
 
     def _commit(self, cur: Cursor, event: Table.Committed | View.Replaced) -> None:
         tid = str(event.originator_id)
-        previous = self._docs.get(tid)
-        if previous is None:  # nothing deferred for this row either: it is in the table
-            self._exec(cur, "SELECT metadata FROM {p}icelog_tabulars WHERE id = ?", (tid,))
-            previous = bytes(cur.fetchone()[0])
-        data = orjson.dumps(replay_commit(event, orjson.loads(previous)))
-        recorded = _Recorded()
-        super().apply_one(recorded, event, {event.metadata_location: data})
         pending = self._pending.setdefault(tid, {})
-        for statement, params in recorded.statements:
-            pending[statement] = params
+        data = b""
+        for op in rows_of(event, {}, _CachedReads(self, cur)):
+            if isinstance(op, Require):
+                continue  # a guard: live appends only
+            assert isinstance(op, Update), "a commit only updates its own row"
+            data = op.values.get("metadata", data)
+            for statement, params in statements(op):
+                pending[statement] = params
         self._remember(cur, tid, data)
 
     def _remember(self, cur: Cursor, tid: str, data: bytes) -> None:
         self._forget(tid)
-        self._docs[tid] = data
+        self.documents[tid] = data
         self._doc_bytes += len(data)
-        while self._doc_bytes > self._max_bytes and self._docs:
-            oldest = next(iter(self._docs))
+        while self._doc_bytes > self._max_bytes and self.documents:
+            oldest = next(iter(self.documents))
             if oldest in self._pending:
                 self.flush(cur)
             self._forget(oldest)
 
     def _forget(self, tid: str) -> None:
-        dropped = self._docs.pop(tid, None)
+        dropped = self.documents.pop(tid, None)
         if dropped is not None:
             self._doc_bytes -= len(dropped)
 
     def forget_all(self) -> None:
         """After a rollback: the rows are what the database says again."""
-        self._docs.clear()
+        self.documents.clear()
         self._doc_bytes = 0
         self._pending.clear()
 
@@ -165,19 +167,19 @@ class _RebuildView(CatalogView):
         if not self._pending:
             return
         grouped: dict[str, list[Sequence[Any]]] = {}
-        for statements in self._pending.values():
-            for statement, params in statements.items():
+        for pending in self._pending.values():
+            for statement, params in pending.items():
                 grouped.setdefault(statement, []).append(params)
         self._pending.clear()
         for statement, rows in grouped.items():
             if self.dialect == "postgres":
                 # A pipeline instead of executemany, which would prepare the statement
-                # (scratch tables are temporary; see CatalogView._exec on preparing).
+                # (scratch tables are temporary; see RowWriter.execute on preparing).
                 with cur.connection.pipeline():
                     for params in rows:
-                        cur.execute(statement, params, prepare=False)
+                        cur.execute(self.sql(statement), params, prepare=False)
             else:
-                cur.executemany(statement, rows)
+                cur.executemany(self.sql(statement), rows)
 
 
 class Fold:

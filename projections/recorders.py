@@ -22,10 +22,9 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
-from icelog.projections import pg_binary
+from icelog.projections import append_rows, pg_binary
 from icelog.projections.adapters.eventsourcing import before_close
-from icelog.projections.append_rows import AppendRows, CommitRow, append_rows
-from icelog.projections.catalog_view import CatalogView
+from icelog.projections.row_writer import RowWriter
 from icelog.projections.schema import create_statements
 from icelog.projections.sql import HeldConnection, harden_postgres_datastore
 
@@ -38,8 +37,8 @@ _ABORT = "DO $$ BEGIN RAISE EXCEPTION 'icelog: the read-model update failed'; EN
 # rows through their indexes whatever the size (planning at every call instead cost
 # ~0.25 ms per append).
 _INDEXED_PLANS = "SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off"
-# What both append functions begin with (lock the log, insert the events, return their
-# positions) and the row moves of plain commits they both make.
+# What the append function begins with: lock the log, insert the events, return their
+# positions.
 _APPEND_EVENTS = (
     "LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE; "
     "RETURN QUERY INSERT INTO {schema}.{table} AS t "
@@ -47,17 +46,11 @@ _APPEND_EVENTS = (
     "SELECT originator_id, originator_version, topic, state FROM unnest(events) "
     "RETURNING notification_id; "
 )
-_MOVE_COMMITTED = (
-    "UPDATE {schema}.icelog_tabulars AS t SET metadata_location = u.ml, "
-    "metadata = u.md, version = u.v, updated_at = u.ua "
-    "FROM unnest(locations, documents, versions, stamps, ids) AS u(ml, md, v, ua, id) "
-    "WHERE t.id = u.id; "
-)
 
 
 class InlineSQLiteRecorder(SQLiteApplicationRecorder):
     def __init__(self, datastore: SQLiteDatastore, events_table_name: str = "stored_events"):
-        self.view = CatalogView("sqlite", guard=True)
+        self.view = RowWriter("sqlite", guard=True)
         super().__init__(datastore, events_table_name)
 
     def construct_create_table_statements(self) -> list[str]:
@@ -77,19 +70,17 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
     def __init__(
         self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events"
     ) -> None:
-        self.view = CatalogView("postgres", guard=True)
+        self.view = RowWriter("postgres", guard=True)
         # Dead pooled connections after a PostgreSQL restart, 503 when it is down.
         harden_postgres_datastore(datastore)
         super().__init__(datastore, events_table_name=events_table_name)
         self.sql_create_statements.extend(SQL(s).format() for s in create_statements("postgres"))
-        self.sql_create_statements.append(self.append_commits_function())
-        self.sql_create_statements.append(self.append_creates_function())
+        self.sql_create_statements.append(self.append_rows_function())
         # Every parameter arrives in binary form, packed by pg_binary.
-        self._append_commits = SQL(
-            "SELECT * FROM {schema}.icelog_append_commits(%b, %b, %b, %b, %b, %b)"
-        ).format(schema=Identifier(datastore.schema))
-        self._append_creates = SQL("SELECT * FROM {schema}.icelog_append_creates({params})").format(
-            schema=Identifier(datastore.schema), params=SQL(", ".join(["%b"] * 23))
+        self._append_rows = SQL("SELECT * FROM {schema}.{function}({params})").format(
+            schema=Identifier(datastore.schema),
+            function=Identifier(append_rows.FUNCTION),
+            params=SQL(", ".join(["%b"] * append_rows.parameter_count())),
         )
         self._event_type_oids: tuple[int, int] | None = None  # the composite, its array
         # The group committer's own connection for plain commits (see HeldConnection); it
@@ -104,135 +95,44 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
             "table": Identifier(self.events_table_name),
         }
 
-    def append_commits_function(self) -> Composed:
-        """The append of a batch of plain commits as ONE statement (see `insert_events`):
-        lock the log, insert the events, move the read-model rows, in the statement's own
-        transaction. Created by migration 6; `CREATE OR REPLACE`, so safe to repeat."""
+    def append_rows_function(self) -> Composed:
+        """The append of a batch whose rows the fold gave as arrays (append_rows.py) as
+        ONE statement: lock the log, insert the events, write the rows with the fold's
+        guards, in the statement's own transaction. Generated from append_rows.py's
+        `ARRAY_WRITES`; created by migration 18; `CREATE OR REPLACE`, so safe to repeat."""
         return SQL(
-            "CREATE OR REPLACE FUNCTION {schema}.icelog_append_commits("
-            "events {schema}.{event}[], ids text[], locations text[], documents bytea[], "
-            "versions bigint[], stamps text[]) RETURNS SETOF bigint LANGUAGE plpgsql "
-            f"{_INDEXED_PLANS} AS $body$ "
-            "BEGIN " + _APPEND_EVENTS + _MOVE_COMMITTED + "END $body$"
-        ).format(**self._function_names())
-
-    def append_creates_function(self) -> Composed:
-        """The append of a batch that creates tables or views (and may also carry plain
-        commits and name claims) as ONE statement: the rows the inline projection would
-        insert one statement at a time (append_rows.py), with its guards (catalog_view.py)
-        — a new location that equals, holds or lies below another table's or view's of
-        the warehouse, live or soft-dropped, or a namespace that no longer exists, fails
-        the append as a conflict (an integrity violation, as a version conflict is; the
-        command's retry then answers 409 or 404). The new rows go in first, so two
-        creates of one batch see each other. Created by migration 16; `CREATE OR
-        REPLACE`, so safe to repeat."""
-        # One new row at a time, each test an index lookup planned with the row's values
-        # (EXECUTE): a kept plan, made on a small catalog, chose an index by warehouse
-        # alone and read every location of the warehouse per create.
-        overlaps = " OR ".join(
-            f"EXISTS (SELECT 1 FROM {{schema}}.{table} AS t WHERE t.warehouse_id = $1 "
-            f"AND {test} AND t.id <> $3)"
-            for table in ("icelog_tabulars", "icelog_deleted_tabulars")
-            for test in (
-                "t.location = ANY($2)",
-                "t.location COLLATE \"C\" >= $4 || '/' AND t.location COLLATE \"C\" < $4 || '0'",
-            )
-        )
-        return SQL(
-            "CREATE OR REPLACE FUNCTION {schema}.icelog_append_creates("
-            "events {schema}.{event}[], new_ids text[], new_warehouses text[], "
-            "new_ns_keys text[], new_names text[], new_kinds text[], new_locations text[], "
-            "new_metadata_locations text[], new_documents bytea[], new_versions bigint[], "
-            "new_stamps text[], probe_rows int[], probe_locations text[], grant_ids text[], "
-            "grant_kinds text[], grant_objects text[], grant_owners text[], "
-            "grant_stamps text[], ids text[], locations text[], documents bytea[], "
-            "versions bigint[], stamps text[]) RETURNS SETOF bigint LANGUAGE plpgsql "
+            "CREATE OR REPLACE FUNCTION {schema}.{function}("
+            + append_rows.parameters()
+            + ") RETURNS SETOF bigint LANGUAGE plpgsql "
             f"{_INDEXED_PLANS} AS $body$ "
             "DECLARE held text[]; overlapping boolean; "
-            "BEGIN "
-            + _APPEND_EVENTS
-            + "INSERT INTO {schema}.icelog_tabulars (id, warehouse_id, ns_key, name, kind, "
-            "location, metadata_location, metadata, version, created_at, updated_at) "
-            "SELECT u.*, u.c FROM unnest(new_ids, new_warehouses, new_ns_keys, new_names, "
-            "new_kinds, new_locations, new_metadata_locations, new_documents, new_versions, "
-            "new_stamps) AS u(i, w, k, n, kd, l, ml, md, v, c); "
-            "FOR i IN 1 .. coalesce(array_length(new_ids, 1), 0) LOOP "
-            "held := ARRAY(SELECT p.loc FROM unnest(probe_rows, probe_locations) AS p(r, loc) "
-            "WHERE p.r = i); "
-            "EXECUTE $q$SELECT " + overlaps + "$q$ INTO overlapping "
-            "USING new_warehouses[i], held, new_ids[i], new_locations[i]; "
-            "IF overlapping THEN "
-            "RAISE EXCEPTION 'icelog: a new location overlaps another table''s or view''s' "
-            "USING ERRCODE = 'unique_violation'; "
-            "END IF; "
-            "END LOOP; "
-            "IF EXISTS (SELECT 1 FROM unnest(new_warehouses, new_ns_keys) AS n(w, k) "
-            "WHERE NOT EXISTS (SELECT 1 FROM {schema}.icelog_namespaces AS s "
-            "WHERE s.warehouse_id = n.w AND s.ns_key = n.k)) THEN "
-            "RAISE EXCEPTION 'icelog: the namespace of a new table or view does not exist' "
-            "USING ERRCODE = 'foreign_key_violation'; "
-            "END IF; "
-            "INSERT INTO {schema}.icelog_grants (id, object_kind, object_id, relation, "
-            "principal_kind, principal_id, created_at) SELECT g.i, g.k, g.o, 'ownership', "
-            "'user', g.p, g.s FROM unnest(grant_ids, grant_kinds, grant_objects, "
-            "grant_owners, grant_stamps) AS g(i, k, o, p, s) ON CONFLICT (id) DO NOTHING; "
-            "IF array_length(ids, 1) > 0 THEN " + _MOVE_COMMITTED + "END IF; "
-            "END $body$"
-        ).format(**self._function_names())
+            "BEGIN " + _APPEND_EVENTS + append_rows.function_body() + "END $body$"
+        ).format(**self._function_names(), function=Identifier(append_rows.FUNCTION))
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """A batch whose read-model rows are known in advance (append_rows.py) is appended
-        by one call of a server-side function, one round trip: `icelog_append_commits` for
-        plain commits (every updateTable, grouped by commands/group_commit.py),
-        `icelog_append_creates` when it creates tables or views. The library's path costs
-        about fourteen waits on the connection (BEGIN, lock, insert, each read-model
-        statement, sync, COMMIT), each made while the events table is locked and each a
-        point where this thread must win the GIL back from the request threads: under 8
-        concurrent writers an append held the lock 18 ms instead of 5. Everything else
-        (drops, renames, folds without hints) takes the library's path."""
-        rows = append_rows(kwargs.get("inline_events"), kwargs.get("inline_hints") or {})
-        if rows is None or not stored_events:
+        """A batch whose read-model rows the fold gives as arrays (append_rows.py: every
+        updateTable, grouped by commands/group_commit.py, and creates of tables and
+        views) is appended by one call of a server-side function, one round trip. The
+        library's path costs about fourteen waits on the connection (BEGIN, lock,
+        insert, each read-model statement, sync, COMMIT), each made while the events
+        table is locked and each a point where this thread must win the GIL back from
+        the request threads: under 8 concurrent writers an append held the lock 18 ms
+        instead of 5. Everything else (drops, renames, folds without hints) takes the
+        library's path."""
+        planned = append_rows.plan(kwargs.get("inline_events"), kwargs.get("inline_hints") or {})
+        if planned is None or not stored_events:
             ids: Sequence[int] | None = super().insert_events(stored_events, **kwargs)
             return ids
-        found: list[int]
-        if rows.commits and not rows.creates:
-            found = self._insert_commits(stored_events, rows.commits)
-        else:
-            found = self._insert_creates(stored_events, rows)
+        found: list[int] = self._insert_rows(stored_events, planned)
         return found
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def _insert_commits(
-        self, stored_events: Sequence[StoredEvent], rows: dict[str, CommitRow]
+    def _insert_rows(
+        self, stored_events: Sequence[StoredEvent], planned: append_rows.Planned
     ) -> list[int]:
-        return self._call(
-            self._append_commits, stored_events, lambda encoding: _commit_params(rows, encoding)
-        )
-
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def _insert_creates(self, stored_events: Sequence[StoredEvent], rows: AppendRows) -> list[int]:
-        def params(encoding: str) -> list[pg_binary.Encoded]:
-            new = rows.creates
-            texts = [
-                [getattr(c, column) for c in new]
-                for column in ("id", "warehouse_id", "ns_key", "name", "kind", "location")
-            ]
-            grants = [[g[i] for g in rows.grants] for i in range(5)]
-            return [
-                *(pg_binary.text_array(column, encoding) for column in texts),
-                pg_binary.text_array([c.metadata_location for c in new], encoding),
-                pg_binary.bytea_array([c.document for c in new]),
-                pg_binary.int8_array([c.version for c in new]),
-                pg_binary.text_array([c.stamp for c in new], encoding),
-                pg_binary.int4_array([n for n, c in enumerate(new, 1) for _ in c.holders]),
-                pg_binary.text_array([h for c in new for h in c.holders], encoding),
-                *(pg_binary.text_array(column, encoding) for column in grants),
-                *_commit_params(rows.commits, encoding),
-            ]
-
-        return self._call(self._append_creates, stored_events, params)
+        return self._call(self._append_rows, stored_events, planned.params)
 
     def _call(
         self,
@@ -309,16 +209,3 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
                 with contextlib.suppress(psycopg.Error), curs.connection.pipeline():
                     curs.connection.execute(_ABORT, prepare=False)
                 raise
-
-
-def _commit_params(rows: dict[str, CommitRow], encoding: str) -> list[pg_binary.Encoded]:
-    """The commits' columns: tabular ids, metadata locations, documents, versions, times."""
-    columns: list[list[Any]] = [list(c) for c in zip(*rows.values(), strict=True)] or [[]] * 4
-    locations, documents, versions, stamps = columns
-    return [
-        pg_binary.text_array(rows, encoding),
-        pg_binary.text_array(locations, encoding),
-        pg_binary.bytea_array(documents),
-        pg_binary.int8_array(versions),
-        pg_binary.text_array(stamps, encoding),
-    ]

@@ -28,6 +28,7 @@ TABULAR_COLUMNS = (
     "id, warehouse_id, ns_key, name, kind, location, metadata_location, metadata, version, "
     "created_at, updated_at"
 )
+TABULAR_COLUMN_NAMES = tuple(TABULAR_COLUMNS.split(", "))
 
 
 def create_statements(dialect: str, prefix: str = "") -> list[str]:

@@ -1,6 +1,6 @@
-"""Creates are appended by one server-side function (`icelog_append_creates`,
-projections/recorders.py): the rows it writes are the ones the read model's own fold
-writes, and its location guard refuses what the statement-at-a-time path refuses — a new
+"""Creates are appended by one server-side function (`icelog_append_rows`,
+projections/append_rows.py): the rows it writes are the ones the read model's own fold
+gives, and its location guard refuses what the statement-at-a-time path refuses — a new
 location equal to, holding or below another table's or view's, live or soft-dropped,
 also between two creates of the same batch — leaving nothing of the refused batch."""
 
@@ -15,7 +15,7 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 
 from icelog.domain.table import Table
-from icelog.projections import maintenance
+from icelog.projections import append_rows, maintenance
 from icelog.projections.recorders import InlinePostgresRecorder
 from tests.integration.conftest import Api, create_table
 from tests.integration.test_soft_delete import set_profile
@@ -30,16 +30,16 @@ def _recorder(api: Api) -> InlinePostgresRecorder:
 
 
 def _spy(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many events each call of the create function carried."""
+    """How many events each call of the append function carried."""
     recorder = _recorder(api)
     calls: list[int] = []
-    real: Callable[..., list[int]] = recorder._insert_creates
+    real: Callable[..., list[int]] = recorder._insert_rows
 
     def counted(stored: Any, rows: Any) -> list[int]:
         calls.append(len(stored))
         return real(stored, rows)
 
-    monkeypatch.setattr(recorder, "_insert_creates", counted)
+    monkeypatch.setattr(recorder, "_insert_rows", counted)
     return calls
 
 
@@ -181,9 +181,10 @@ def test_a_creating_user_owns_what_the_function_created(pg_api: Api) -> None:
 
 def test_the_append_functions_reach_rows_by_index_whatever_the_catalog_size(pg_api: Api) -> None:
     """PL/pgSQL keeps a function's plans for the session: made on a small catalog, a kept
-    plan read every tabular at every append (a sequential scan). Both append functions,
-    called on one connection while the catalog is small and again after it grew, scan no
-    table sequentially (checked in the transaction's own statistics, then rolled back)."""
+    plan read every tabular at every append (a sequential scan). The append function,
+    called for commits and for creates on one connection while the catalog is small and
+    again after it grew, scans no table sequentially (checked in the transaction's own
+    statistics, then rolled back)."""
     api = pg_api
     api.post("/namespaces", {"namespace": ["db"]})
     create_table(api, "db", "base")
@@ -193,37 +194,37 @@ def test_the_append_functions_reach_rows_by_index_whatever_the_catalog_size(pg_a
         api, "SELECT id, metadata_location, metadata, version, warehouse_id FROM icelog_tabulars"
     )[0]
     table_id, location, document, version, warehouse = row
-    commit = (
-        f"SELECT * FROM icelog_append_commits(ARRAY[]::{event_type}[], %s::text[], "
-        "%s::text[], %s::bytea[], %s::bigint[], %s::text[])"
-    )
-    commit_args = ([table_id], [location], [bytes(document)], [version], ["2026-01-01"])
-    create = (
-        f"SELECT * FROM icelog_append_creates(ARRAY[]::{event_type}[], {', '.join(['%s'] * 22)})"
-    )
+    count = append_rows.parameter_count() - 1
+    call = f"SELECT * FROM icelog_append_rows(ARRAY[]::{event_type}[], {', '.join(['%s'] * count)})"
+    empty_grants: list[list[Any]] = [[] for _ in append_rows.NEW_GRANTS.columns]
+    empty_creates: list[list[Any]] = [[] for _ in append_rows.NEW_TABULARS.columns]
+    commit_args = [
+        *empty_creates, *empty_grants,
+        [table_id], [location], [bytes(document)], [version], ["2026-01-01"], [], [],
+    ]  # fmt: skip
 
     def create_args(n: int) -> list[Any]:
         new_id, at = f"new-{n}", f"file:///nowhere/new-{n}"
         return [
             [new_id], [warehouse], ["db"], [f"new{n}"], ["table"], [at], [f"{at}/m.json"],
-            [b"{}"], [1], ["2026-01-01"], [1, 1], ["file:///nowhere", at],
-            [], [], [], [], [], [], [], [], [], [],
+            [b"{}"], [1], ["2026-01-01"], ["2026-01-01"], *empty_grants,
+            [], [], [], [], [], [1, 1], ["file:///nowhere", at],
         ]  # fmt: skip
 
     url = api.services.settings.database_url
     assert url is not None
     with psycopg.connect(url) as conn:  # one session: the plans it keeps
         for n in range(6):  # past PostgreSQL's first custom plans: a generic plan is kept
-            conn.execute(commit, commit_args)
-            conn.execute(create, create_args(n))
+            conn.execute(call, commit_args)
+            conn.execute(call, create_args(n))
         conn.execute(
             "INSERT INTO icelog_tabulars SELECT 'grown-' || n, %s, 'db', 'grown' || n, "
             "'table', 'file:///grown/' || n, 'm', '\\x7b7d', 1, 'now', 'now' "
             "FROM generate_series(1, 3000) n",
             (warehouse,),
         )
-        conn.execute(commit, commit_args)
-        conn.execute(create, create_args(6))
+        conn.execute(call, commit_args)
+        conn.execute(call, create_args(6))
         scans = conn.execute(
             "SELECT relname, seq_scan FROM pg_stat_xact_user_tables WHERE relname IN "
             "('icelog_tabulars', 'icelog_deleted_tabulars', 'icelog_namespaces')"

@@ -127,17 +127,16 @@ def test_plain_commits_land_by_one_statement_with_their_read_model_rows(
     api = pg_api
     recorder: Any = api.services.catalog.recorder
     calls: list[int] = []
-    original = recorder._insert_commits
+    original = recorder._insert_rows
 
-    def counted(stored: Any, rows: Any) -> Any:
-        calls.append(len(rows))
-        return original(stored, rows)
+    def counted(stored: Any, planned: Any) -> Any:
+        calls.append(len(planned.updates))
+        return original(stored, planned)
 
-    monkeypatch.setattr(recorder, "_insert_commits", counted)
     api.post("/namespaces", {"namespace": ["db"]})
     for name in ("a", "b", "c"):
         create_table(api, "db", name)
-    assert calls == [], "creates take the library's path"
+    monkeypatch.setattr(recorder, "_insert_rows", counted)
     items = [_stage_commit(api, name, f"k-{name}")[1] for name in ("a", "b", "c")]
     app = api.services.catalog
     app._committer._commit(items)

@@ -191,8 +191,7 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
         db.sql(f"DROP TABLE {table}")
     db.sql("DROP TABLE icelog_catalog_history_position")
     if db.backend == "postgres":
-        db.sql("DROP FUNCTION icelog_append_commits")  # step 6
-        db.sql("DROP FUNCTION icelog_append_creates")  # step 16
+        db.sql("DROP FUNCTION icelog_append_rows")  # step 18
     db.sql("DELETE FROM icelog_schema_version WHERE version >= 4")
 
     if db.backend == "postgres":
@@ -205,11 +204,8 @@ def test_an_older_schema_is_upgraded_and_keeps_its_data(db: Db) -> None:
         assert upgraded.returncode == 0, upgraded.stderr
         assert "applied step 4: event index" in upgraded.stdout
         assert f"applied {LATEST - 3} step(s)" in upgraded.stdout
-        functions = (
-            "SELECT count(*) FROM pg_proc "
-            "WHERE proname IN ('icelog_append_commits', 'icelog_append_creates')"
-        )
-        assert db.sql(functions) == [(2,)]
+        functions = "SELECT count(*) FROM pg_proc WHERE proname = 'icelog_append_rows'"
+        assert db.sql(functions) == [(1,)]
     else:
         # The embedded store upgrades itself when the server starts.
         services = db.build()
