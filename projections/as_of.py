@@ -23,13 +23,13 @@ from typing import Any
 import orjson
 
 from icelog.domain.errors import BadRequestError
-from icelog.projections.catalog_history import (
+from icelog.projections.catalog_history import CatalogHistory
+from icelog.projections.history_versions import (
     DROPPED,
     NAMESPACE,
     SOFT_DELETED,
     VIEW,
     WAREHOUSE,
-    CatalogHistory,
     Version,
     ns_levels,
 )

@@ -31,27 +31,28 @@ and are dropped; projects and warehouses are created, renamed and deleted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from icelog.domain.grants import Grants
-from icelog.domain.identifiers import SEPARATOR
-from icelog.domain.namespace import Namespace
 from icelog.domain.ownership import grants_ended_by, owned_by_creation
-from icelog.domain.project import Project
-from icelog.domain.table import Table
-from icelog.domain.view import View
-from icelog.domain.warehouse import Warehouse
 from icelog.projections.event_index import EventIndex, IndexRow
+from icelog.projections.history_versions import (
+    DROPPED,
+    NAMESPACE,
+    PROJECT,
+    TABLE,
+    TABULAR_LOCATED,
+    UNCHANGED,
+    VERSIONED,
+    VIEW,
+    WAREHOUSE,
+    Version,
+    next_version,
+    version_from_row,
+)
 from icelog.projections.schema import grant_row_id
 from icelog.projections.sql import SqlStore, write_transaction
-
-# Kinds, in the order a warehouse's rows sort: the warehouse, then per namespace the
-# namespace, its tables, its views. Projects sort under the empty warehouse id.
-PROJECT, WAREHOUSE, NAMESPACE, TABLE, VIEW = 0, 1, 2, 3, 4
-LIVE, SOFT_DELETED, DROPPED = "live", "soft-deleted", "dropped"
 
 VERSIONS = "icelog_catalog_versions"
 LOCATIONS = "icelog_catalog_locations"
@@ -127,181 +128,6 @@ def grant_schema(dialect: str) -> list[str]:
     ]
 
 
-def ns_key(levels: Sequence[str]) -> str:
-    """Namespace levels as one sortable text: levels never contain the separator."""
-    return SEPARATOR.join(levels)
-
-
-def ns_levels(key: str) -> list[str]:
-    return key.split(SEPARATOR) if key else []
-
-
-@dataclass
-class Version:
-    """One state of one entity, visible from `from_position` until `to_position`."""
-
-    entity_id: str
-    from_position: int
-    kind: int
-    warehouse_id: str
-    ns_key: str
-    name: str
-    state: str = LIVE
-    properties: str | None = None  # namespaces: JSON object
-    project_id: str | None = None  # warehouses
-    to_position: int | None = None
-    metadata_location: str | None = None  # tables and views, as read at a position
-    stored: bool = False  # already a row: ending it is an UPDATE
-
-    @property
-    def key(self) -> tuple[str, str, int, str, str, int]:
-        return (
-            self.warehouse_id,
-            self.ns_key,
-            self.kind,
-            self.name,
-            self.entity_id,
-            self.from_position,
-        )
-
-    def visible_at(self, position: int) -> bool:
-        return self.from_position <= position and (
-            self.to_position is None or self.to_position > position
-        )
-
-    def row(self) -> tuple[Any, ...]:
-        return (*self.key, self.to_position, self.state, self.properties, self.project_id)
-
-
-def version_from_row(row: Sequence[Any]) -> Version:
-    """A row of `_COLUMNS` (and, when selected, the metadata location after them)."""
-    return Version(
-        warehouse_id=row[0],
-        ns_key=row[1],
-        kind=int(row[2]),
-        name=row[3],
-        entity_id=row[4],
-        from_position=int(row[5]),
-        to_position=None if row[6] is None else int(row[6]),
-        state=row[7],
-        properties=row[8],
-        project_id=row[9],
-        metadata_location=row[10] if len(row) > 10 else None,
-        stored=True,
-    )
-
-
-_UNCHANGED = object()  # an event that leaves its entity's current version as it is
-_TABULAR_MADE = (Table.Created, Table.Registered, View.Created, View.Registered)
-_TABULAR_MOVED = (Table.Committed, View.Replaced)
-_TABULAR_PLACED = (Table.Renamed, View.Renamed, Table.Undropped, View.Undropped)
-_TABULAR_SOFT_DROPPED = (Table.SoftDropped, View.SoftDropped)
-_TABULAR_ENDED = (Table.Dropped, View.Dropped, Table.Expired, View.Expired)
-_TABULAR_LOCATED = _TABULAR_MADE + _TABULAR_MOVED  # events that carry a metadata location
-# The events that make a new version (or end one): their entity's current one is loaded.
-_VERSIONED = (
-    Project.Created,
-    Project.Renamed,
-    Project.Deleted,
-    Warehouse.Created,
-    Warehouse.Renamed,
-    Warehouse.Deleted,
-    Namespace.Created,
-    Namespace.Recreated,
-    Namespace.PropertiesUpdated,
-    Namespace.Dropped,
-    *_TABULAR_MADE,
-    *_TABULAR_PLACED,
-    *_TABULAR_SOFT_DROPPED,
-    *_TABULAR_ENDED,
-)
-
-
-def next_version(position: int, event: Any, current: Version | None) -> Any:
-    """The entity's version after `event`: a Version, None (it ends), or _UNCHANGED."""
-    agg = str(event.originator_id)
-    if isinstance(event, Project.Event):
-        return _project(position, agg, event, current)
-    if isinstance(event, Warehouse.Event):
-        return _warehouse(position, agg, event, current)
-    if isinstance(event, Namespace.Event):
-        return _namespace(position, agg, event, current)
-    if isinstance(event, (Table.Event, View.Event)):
-        return _tabular(position, agg, event, current)
-    return _UNCHANGED
-
-
-def _project(position: int, agg: str, event: Any, current: Version | None) -> Any:
-    if isinstance(event, (Project.Created, Project.Renamed)):
-        return Version(agg, position, PROJECT, "", "", event.name)
-    if isinstance(event, Project.Deleted) and current is not None:
-        return None
-    return _UNCHANGED
-
-
-def _warehouse(position: int, agg: str, event: Any, current: Version | None) -> Any:
-    if isinstance(event, Warehouse.Created):
-        return Version(
-            agg, position, WAREHOUSE, agg, "", event.name, project_id=str(event.project_id)
-        )
-    if current is None:
-        return _UNCHANGED
-    if isinstance(event, Warehouse.Renamed):
-        return _successor(current, position, name=event.name)
-    if isinstance(event, Warehouse.Deleted):
-        return None
-    return _UNCHANGED
-
-
-def _namespace(position: int, agg: str, event: Any, current: Version | None) -> Any:
-    if isinstance(event, (Namespace.Created, Namespace.Recreated)):
-        properties = orjson.dumps(dict(event.properties)).decode()
-        return Version(
-            agg,
-            position,
-            NAMESPACE,
-            str(event.warehouse_id),
-            ns_key(event.levels),
-            "",
-            properties=properties,
-        )
-    if current is None:
-        return _UNCHANGED
-    if isinstance(event, Namespace.PropertiesUpdated):
-        properties = orjson.loads(current.properties or "{}")
-        for key in event.removed:
-            properties.pop(key, None)
-        properties.update(event.updated)
-        return _successor(current, position, properties=orjson.dumps(properties).decode())
-    if isinstance(event, Namespace.Dropped):
-        return None
-    return _UNCHANGED
-
-
-def _tabular(position: int, agg: str, event: Any, current: Version | None) -> Any:
-    if isinstance(event, _TABULAR_MADE):
-        kind = VIEW if isinstance(event, View.Event) else TABLE
-        return Version(
-            agg, position, kind, str(event.warehouse_id), ns_key(event.namespace), event.name
-        )
-    if current is None:
-        return _UNCHANGED
-    if isinstance(event, _TABULAR_PLACED):
-        return _successor(
-            current, position, ns_key=ns_key(event.namespace), name=event.name, state=LIVE
-        )
-    if isinstance(event, _TABULAR_SOFT_DROPPED):
-        return _successor(current, position, state=SOFT_DELETED)
-    if isinstance(event, _TABULAR_ENDED):
-        # Kept, not ended: the original fold let a later rename or undrop revive it.
-        return _successor(current, position, state=DROPPED)
-    return _UNCHANGED
-
-
-def _successor(current: Version, position: int, **changes: Any) -> Version:
-    return replace(current, from_position=position, to_position=None, stored=False, **changes)
-
-
 @dataclass
 class BatchFold:
     """One batch of events folded in memory from the current versions of its entities,
@@ -318,13 +144,13 @@ class BatchFold:
 
     def apply(self, position: int, event: Any) -> None:
         agg = str(event.originator_id)
-        if isinstance(event, _TABULAR_LOCATED):
+        if isinstance(event, TABULAR_LOCATED):
             self.locations.append((agg, position, event.metadata_location))
-        if not isinstance(event, _VERSIONED):
+        if not isinstance(event, VERSIONED):
             return
         previous = self.current.get(agg)
         following = next_version(position, event, previous)
-        if following is _UNCHANGED:
+        if following is UNCHANGED:
             return
         if previous is not None:
             previous.to_position = position
@@ -339,7 +165,7 @@ class BatchFold:
 
 def versioned_ids(events: Sequence[tuple[int, Any]]) -> list[str]:
     """The entities whose current version a batch needs."""
-    return sorted({str(e.originator_id) for _, e in events if isinstance(e, _VERSIONED)})
+    return sorted({str(e.originator_id) for _, e in events if isinstance(e, VERSIONED)})
 
 
 class CatalogHistory(SqlStore):
