@@ -180,6 +180,25 @@ def _(event: Namespace.Dropped, hints: Hints, reads: Reads) -> list[Op]:
 
 
 # -- tables and views (one identifier space, told apart by kind) -------------------------
+def _documented(event: Any, hints: Hints, **kind: str) -> dict[str, Any]:
+    """The row of a table, view (`kind`) or function made with a metadata document: the
+    one the command rendered, or the event's own. Columns in the table's order."""
+    stamp = event.timestamp.isoformat()
+    return {
+        "id": str(event.originator_id),
+        "warehouse_id": str(event.warehouse_id),
+        "ns_key": _key(event.namespace),
+        "name": event.name,
+        **kind,
+        "location": normalize_location(event.location),
+        "metadata_location": event.metadata_location,
+        "metadata": hints.get(event.metadata_location) or orjson.dumps(event.metadata),
+        "version": event.originator_version,
+        "created_at": stamp,
+        "updated_at": stamp,
+    }
+
+
 def _overlap(warehouse_id: str | None, tid: str, location: str) -> Require:
     # Refused as a conflict: the command reloads, and its own check then answers 409.
     at = normalize_location(location)
@@ -196,22 +215,9 @@ def _tabular_created(
     hints: Hints,
     reads: Reads,
 ) -> list[Op]:
-    tid, wid = str(event.originator_id), str(event.warehouse_id)
-    ns_key = _key(event.namespace)
-    stamp = event.timestamp.isoformat()
-    row = {
-        "id": tid,
-        "warehouse_id": wid,
-        "ns_key": ns_key,
-        "name": event.name,
-        "kind": "view" if isinstance(event, View.Event) else "table",
-        "location": normalize_location(event.location),
-        "metadata_location": event.metadata_location,
-        "metadata": hints.get(event.metadata_location) or orjson.dumps(event.metadata),
-        "version": event.originator_version,
-        "created_at": stamp,
-        "updated_at": stamp,
-    }
+    kind = "view" if isinstance(event, View.Event) else "table"
+    row = _documented(event, hints, kind=kind)
+    tid, wid, ns_key = row["id"], row["warehouse_id"], row["ns_key"]
     guards = [_namespace_exists(wid, ns_key), _overlap(wid, tid, event.location)]
     return [*guards, Insert(TABULARS, row)]
 
@@ -301,20 +307,8 @@ def _tabular_expired(event: Table.Expired | View.Expired, hints: Hints, reads: R
 # -- functions ---------------------------------------------------------------------------
 @event_rows.register
 def _(event: Function.Created, hints: Hints, reads: Reads) -> list[Op]:
-    wid, ns_key, stamp = str(event.warehouse_id), _key(event.namespace), event.timestamp.isoformat()
-    row = {
-        "id": str(event.originator_id),
-        "warehouse_id": wid,
-        "ns_key": ns_key,
-        "name": event.name,
-        "location": normalize_location(event.location),
-        "metadata_location": event.metadata_location,
-        "metadata": hints.get(event.metadata_location) or orjson.dumps(event.metadata),
-        "version": event.originator_version,
-        "created_at": stamp,
-        "updated_at": stamp,
-    }
-    return [_namespace_exists(wid, ns_key), Insert("icelog_functions", row)]
+    row = _documented(event, hints)
+    return [_namespace_exists(row["warehouse_id"], row["ns_key"]), Insert("icelog_functions", row)]
 
 
 @event_rows.register
