@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from icelog.projections import location_overlap, pg_binary
@@ -75,19 +76,31 @@ class Planned:
     def params(self, encoding: str) -> list[pg_binary.Encoded]:
         """The function's parameters after the events."""
         found: list[pg_binary.Encoded] = []
-        self.rows[ARRAY_WRITES.index(COMMITS)] = list(self.updates.values())
+        self.rows[_COMMITS_AT] = list(self.updates.values())
         for write, rows in zip(ARRAY_WRITES, self.rows, strict=True):
-            columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)]
-            columns = columns or [[] for _ in write.columns]
-            found.extend(
-                _array(t, c, encoding) for t, c in zip(write.types(), columns, strict=True)
-            )
-        new = self.rows[ARRAY_WRITES.index(NEW_TABULARS)]
-        at = NEW_TABULARS.columns.index("location")
-        probes = [(n, h) for n, row in enumerate(new, 1) for h in location_overlap.holders(row[at])]
+            if not rows:  # most batches are of one kind: the other arrays are empty
+                found.extend(_empty(write, encoding))
+                continue
+            columns = zip(_TYPES[write], zip(*rows, strict=True), strict=True)
+            found.extend(_array(kind, values, encoding) for kind, values in columns)
+        new = self.rows[_NEW_TABULARS_AT]
+        probes = [
+            (n, h) for n, row in enumerate(new, 1) for h in location_overlap.holders(row[_LOCATION])
+        ]
         found.append(pg_binary.int4_array([n for n, _ in probes]))
         found.append(pg_binary.text_array([h for _, h in probes], encoding))
         return found
+
+
+_TYPES = {write: write.types() for write in ARRAY_WRITES}
+_COMMITS_AT, _NEW_TABULARS_AT = ARRAY_WRITES.index(COMMITS), ARRAY_WRITES.index(NEW_TABULARS)
+_LOCATION = NEW_TABULARS.columns.index("location")
+
+
+@lru_cache(maxsize=16)
+def _empty(write: ArrayWrite, encoding: str) -> list[pg_binary.Encoded]:
+    """The empty arrays of a kind of write (encoded once: they never change)."""
+    return [_array(kind, [], encoding) for kind in _TYPES[write]]
 
 
 def _array(kind: str, values: Sequence[Any], encoding: str) -> pg_binary.Encoded:
