@@ -81,7 +81,7 @@ class Planned:
             if not rows:  # most batches are of one kind: the other arrays are empty
                 found.extend(_empty(write, encoding))
                 continue
-            columns = zip(_TYPES[write], zip(*rows, strict=True), strict=True)
+            columns = zip(_WRITE_TYPES[write], zip(*rows, strict=True), strict=True)
             found.extend(_array(kind, values, encoding) for kind, values in columns)
         new = self.rows[_NEW_TABULARS_AT]
         probes = [
@@ -92,7 +92,7 @@ class Planned:
         return found
 
 
-_TYPES = {write: write.types() for write in ARRAY_WRITES}
+_WRITE_TYPES = {write: write.types() for write in ARRAY_WRITES}
 _COMMITS_AT, _NEW_TABULARS_AT = ARRAY_WRITES.index(COMMITS), ARRAY_WRITES.index(NEW_TABULARS)
 _LOCATION = NEW_TABULARS.columns.index("location")
 
@@ -100,7 +100,7 @@ _LOCATION = NEW_TABULARS.columns.index("location")
 @lru_cache(maxsize=16)
 def _empty(write: ArrayWrite, encoding: str) -> list[pg_binary.Encoded]:
     """The empty arrays of a kind of write (encoded once: they never change)."""
-    return [_array(kind, [], encoding) for kind in _TYPES[write]]
+    return [_array(kind, [], encoding) for kind in _WRITE_TYPES[write]]
 
 
 def _array(kind: str, values: Sequence[Any], encoding: str) -> pg_binary.Encoded:

@@ -8,7 +8,7 @@ the inline projection inside the append's transaction (`guard=True`) and the reb
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, singledispatch, singledispatchmethod
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError
@@ -20,6 +20,7 @@ from icelog.projections.row_ops import (
     Delete,
     Insert,
     InsertIfAbsent,
+    Move,
     NamespaceEmpty,
     NamespaceExists,
     NamespaceOfExists,
@@ -55,7 +56,7 @@ _OBJECT_ROWS: Mapping[str, tuple[str, ...]] = {
 
 
 @lru_cache(maxsize=512)
-def _write_sql(kind: str, table: str, columns: tuple[str, ...], extra: tuple[str, ...]) -> str:
+def _write_sql(kind: str, table: str, columns: tuple[str, ...]) -> str:
     """The statement of a write; `?` markers, `{p}` for the tables' prefix."""
     names = ", ".join(columns)
     marks = ", ".join("?" * len(columns))
@@ -87,20 +88,38 @@ def _move_sql(
     )
 
 
+@singledispatch
 def statements(op: Write) -> list[tuple[str, tuple[Any, ...]]]:
     """The SQL of one write and its parameters."""
-    if isinstance(op, Insert | InsertIfAbsent):
-        kind = "insert" if isinstance(op, Insert) else "insert_if_absent"
-        return [(_write_sql(kind, op.table, tuple(op.row), ()), tuple(op.row.values()))]
-    if isinstance(op, Update):
-        sql = _write_sql("update", op.table, tuple(op.values), ())
-        return [(sql, (*op.values.values(), op.id))]
-    if isinstance(op, Delete):
-        return [(_write_sql("delete", op.table, tuple(op.where), ()), tuple(op.where.values()))]
+    raise TypeError(f"not a row operation: {op!r}")
+
+
+@statements.register
+def _(op: Insert) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(_write_sql("insert", op.table, tuple(op.row)), tuple(op.row.values()))]
+
+
+@statements.register
+def _(op: InsertIfAbsent) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(_write_sql("insert_if_absent", op.table, tuple(op.row)), tuple(op.row.values()))]
+
+
+@statements.register
+def _(op: Update) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(_write_sql("update", op.table, tuple(op.values)), (*op.values.values(), op.id))]
+
+
+@statements.register
+def _(op: Delete) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(_write_sql("delete", op.table, tuple(op.where)), tuple(op.where.values()))]
+
+
+@statements.register
+def _(op: Move) -> list[tuple[str, tuple[Any, ...]]]:
     replaced = tuple(c for c in op.columns if c in op.values)
     sql = _move_sql(op.source, op.target, op.columns, replaced, tuple(op.extra))
     params = (*(op.values[c] for c in replaced), *op.extra.values(), op.id)
-    return [(sql, params), (_write_sql("delete", op.source, ("id",), ()), (op.id,))]
+    return [(sql, params), (_write_sql("delete", op.source, ("id",)), (op.id,))]
 
 
 class RowWriter:
@@ -156,31 +175,49 @@ class RowWriter:
         self.execute(cur, statement, params)
         return cur.fetchone() is not None
 
+    @singledispatchmethod
+    def _holds(self, check: Check, cur: Cursor) -> bool:
+        raise TypeError(f"not a check: {check!r}")
+
     def holds(self, cur: Cursor, check: Check) -> bool:
-        if isinstance(check, ObjectExists):
-            found = _OBJECT_ROWS.get(check.kind)
-            if found is None:  # the server
-                return True
-            return any(self._found(cur, s, (check.id,)) for s in found)
-        if isinstance(check, NamespaceExists):
-            return self._found(
-                cur,
-                "SELECT 1 FROM {p}icelog_namespaces WHERE warehouse_id = ? AND ns_key = ?",
-                (check.warehouse_id, check.ns_key),
-            )
-        if isinstance(check, NamespaceOfExists):
-            return self._found(
-                cur,
-                f"SELECT 1 FROM {{p}}{check.table} AS t JOIN {{p}}icelog_namespaces AS n "
-                "ON n.warehouse_id = t.warehouse_id AND n.ns_key = ? WHERE t.id = ?",
-                (check.ns_key, check.id),
-            )
-        if isinstance(check, NamespaceEmpty):
-            return not self._holds_something(cur, check.id)
-        if isinstance(check, ProjectHasNoRoles):
-            return not self._found(
-                cur, "SELECT 1 FROM {p}icelog_roles WHERE project_id = ? LIMIT 1", (check.id,)
-            )
+        return self._holds(check, cur)
+
+    @_holds.register
+    def _(self, check: ObjectExists, cur: Cursor) -> bool:
+        found = _OBJECT_ROWS.get(check.kind)
+        if found is None:  # the server
+            return True
+        return any(self._found(cur, s, (check.id,)) for s in found)
+
+    @_holds.register
+    def _(self, check: NamespaceExists, cur: Cursor) -> bool:
+        return self._found(
+            cur,
+            "SELECT 1 FROM {p}icelog_namespaces WHERE warehouse_id = ? AND ns_key = ?",
+            (check.warehouse_id, check.ns_key),
+        )
+
+    @_holds.register
+    def _(self, check: NamespaceOfExists, cur: Cursor) -> bool:
+        return self._found(
+            cur,
+            f"SELECT 1 FROM {{p}}{check.table} AS t JOIN {{p}}icelog_namespaces AS n "
+            "ON n.warehouse_id = t.warehouse_id AND n.ns_key = ? WHERE t.id = ?",
+            (check.ns_key, check.id),
+        )
+
+    @_holds.register
+    def _(self, check: NamespaceEmpty, cur: Cursor) -> bool:
+        return not self._holds_something(cur, check.id)
+
+    @_holds.register
+    def _(self, check: ProjectHasNoRoles, cur: Cursor) -> bool:
+        return not self._found(
+            cur, "SELECT 1 FROM {p}icelog_roles WHERE project_id = ? LIMIT 1", (check.id,)
+        )
+
+    @_holds.register
+    def _(self, check: NoOverlap, cur: Cursor) -> bool:
         return not self._overlaps(cur, check)
 
     def _holds_something(self, cur: Cursor, nid: str) -> bool:
