@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import singledispatchmethod
 from typing import Any
 from uuid import UUID
 
@@ -75,57 +76,82 @@ class ContextResolver:
             context, project_id=context.project_id or self._project_of(context.warehouse_id)
         )
 
+    # One method per event family, chosen by the event's class: the families are the
+    # aggregates' `Event` bases, so every event of an aggregate lands in its family's method.
+    @singledispatchmethod
     def _resolve(self, event: Any) -> EventContext:
+        return EventContext(subject=str(event.originator_id))
+
+    @_resolve.register(Table.Event)
+    @_resolve.register(View.Event)
+    @_resolve.register(Function.Event)
+    def _tabular(self, event: Any) -> EventContext:
+        place = self._tabular_place(event)
+        subject = ".".join([*(place.namespace or ()), place.name or ""]).strip(".")
+        return EventContext(
+            warehouse_id=place.warehouse_id,
+            tabular_id=event.originator_id,
+            namespace=place.namespace,
+            name=place.name,
+            subject=subject or None,
+        )
+
+    @_resolve.register
+    def _namespace(self, event: Namespace.Event) -> EventContext:
+        place = self._namespace_place(event)
+        return EventContext(
+            warehouse_id=place.warehouse_id,
+            namespace=place.namespace,
+            subject=".".join(place.namespace or ()) or None,
+        )
+
+    @_resolve.register
+    def _warehouse(self, event: Warehouse.Event) -> EventContext:
         agg_id: UUID = event.originator_id
-        if isinstance(event, (Table.Event, View.Event, Function.Event)):
-            place = self._tabular_place(event)
-            subject = ".".join([*(place.namespace or ()), place.name or ""]).strip(".")
-            return EventContext(
-                warehouse_id=place.warehouse_id,
-                tabular_id=agg_id,
-                namespace=place.namespace,
-                name=place.name,
-                subject=subject or None,
-            )
-        if isinstance(event, Namespace.Event):
-            place = self._namespace_place(event)
-            return EventContext(
-                warehouse_id=place.warehouse_id,
-                namespace=place.namespace,
-                subject=".".join(place.namespace or ()) or None,
-            )
-        if isinstance(event, Warehouse.Event):
-            name = getattr(event, "name", None) or self._warehouse_names.get(agg_id)
-            project = getattr(event, "project_id", None)
-            if name is None or (project is None and agg_id not in self._projects):
-                loaded = self._loaded(event)
-                if isinstance(loaded, Warehouse):
-                    name, project = loaded.name, loaded.project_id
-            if project is not None:
-                self._projects[agg_id] = project
-            if name is not None:
-                self._warehouse_names[agg_id] = name
-            return EventContext(warehouse_id=agg_id, name=name, subject=name)
-        if isinstance(event, Project.Event):
-            name = self._name_of(event, Project)
-            return EventContext(project_id=agg_id, name=name, subject=name)
-        if isinstance(event, Task.Event):
-            warehouse_id = getattr(event, "warehouse_id", None)
-            entity = getattr(event, "entity_id", None)
-            if warehouse_id is None:
-                loaded = self._loaded(event)
-                if isinstance(loaded, Task):
-                    warehouse_id, entity = loaded.warehouse_id, loaded.entity_id
-            return EventContext(warehouse_id=warehouse_id, tabular_id=entity, subject=str(agg_id))
-        if isinstance(event, User.Event):
-            return EventContext(subject=event.user_id)
-        if isinstance(event, Grants.Event):
-            return EventContext(subject=f"{event.object_kind}:{event.object_id}")
-        if isinstance(event, Role.Event):
-            return EventContext(subject=self._name_of(event, Role) or str(agg_id))
-        if isinstance(event, NameClaim.Event):
-            return EventContext(subject=self._name_of(event, NameClaim) or str(agg_id))
-        return EventContext(subject=str(agg_id))
+        name = getattr(event, "name", None) or self._warehouse_names.get(agg_id)
+        project = getattr(event, "project_id", None)
+        if name is None or (project is None and agg_id not in self._projects):
+            loaded = self._loaded(event)
+            if isinstance(loaded, Warehouse):
+                name, project = loaded.name, loaded.project_id
+        if project is not None:
+            self._projects[agg_id] = project
+        if name is not None:
+            self._warehouse_names[agg_id] = name
+        return EventContext(warehouse_id=agg_id, name=name, subject=name)
+
+    @_resolve.register
+    def _project(self, event: Project.Event) -> EventContext:
+        name = self._name_of(event, Project)
+        return EventContext(project_id=event.originator_id, name=name, subject=name)
+
+    @_resolve.register
+    def _task(self, event: Task.Event) -> EventContext:
+        warehouse_id = getattr(event, "warehouse_id", None)
+        entity = getattr(event, "entity_id", None)
+        if warehouse_id is None:
+            loaded = self._loaded(event)
+            if isinstance(loaded, Task):
+                warehouse_id, entity = loaded.warehouse_id, loaded.entity_id
+        return EventContext(
+            warehouse_id=warehouse_id, tabular_id=entity, subject=str(event.originator_id)
+        )
+
+    @_resolve.register
+    def _user(self, event: User.Event) -> EventContext:
+        return EventContext(subject=event.user_id)
+
+    @_resolve.register
+    def _grants(self, event: Grants.Event) -> EventContext:
+        return EventContext(subject=f"{event.object_kind}:{event.object_id}")
+
+    @_resolve.register
+    def _role(self, event: Role.Event) -> EventContext:
+        return EventContext(subject=self._name_of(event, Role) or str(event.originator_id))
+
+    @_resolve.register
+    def _name_claim(self, event: NameClaim.Event) -> EventContext:
+        return EventContext(subject=self._name_of(event, NameClaim) or str(event.originator_id))
 
     def warehouse_name(self, warehouse_id: UUID | None) -> str | None:
         """A warehouse's name: the last one the log showed on the way, else the one it has
