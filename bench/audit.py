@@ -10,7 +10,6 @@ indexer catch up (first request), then measures pages: whole-log pages at random
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from publish import fill_log, pct  # noqa: E402
+from report import emit  # noqa: E402
 
 from icelog.api.services import Services  # noqa: E402
 from icelog.api.settings import Settings  # noqa: E402
@@ -109,10 +109,7 @@ def main() -> None:
             server.stop()
             if url:
                 drop_database(url)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -32,21 +32,18 @@ import nats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from report import emit  # noqa: E402
+
 from icelog.api.publishing import build_relay  # noqa: E402
 from icelog.api.services import Services  # noqa: E402
 from icelog.api.settings import Settings  # noqa: E402
-from icelog.domain.context import RequestContext  # noqa: E402
-from icelog.domain.identifiers import NamespaceName, TabularName  # noqa: E402
+from tests.support.commands import ONE_COLUMN, bench_tables  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
 from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
 from tests.support.postgres import create_database as make_database  # noqa: E402
 from tests.support.server import start_server  # noqa: E402
 
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
+SCHEMA = ONE_COLUMN
 
 
 def pct(values: list[float], q: float) -> float:
@@ -56,22 +53,7 @@ def pct(values: list[float], q: float) -> float:
 
 def fill_log(services: Services, events: int) -> int:
     """Commits through the commands (no HTTP): about one event per commit."""
-    ctx = RequestContext("bench", "fill")
-    wid = services.warehouse_for_prefix(None)
-    services.catalog.create_namespace(ctx, wid, NamespaceName(("bench",)), {})
-    tables = [TabularName(NamespaceName(("bench",)), f"t{i}") for i in range(20)]
-    for name in tables:
-        services.catalog.create_table(
-            ctx,
-            wid,
-            name,
-            schema=SCHEMA,
-            partition_spec=None,
-            sort_order=None,
-            location=None,
-            properties={},
-            stage=False,
-        )
+    ctx, wid, tables = bench_tables(services, 20)
     n = 0
     while int(services.catalog.recorder.max_notification_id() or 0) < events:
         name = tables[n % len(tables)]
@@ -224,10 +206,7 @@ def main() -> None:
             }
         finally:
             broker.stop()
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ per append transaction), then:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -31,40 +30,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from report import emit  # noqa: E402
+
 from icelog.api.services import Services  # noqa: E402
 from icelog.api.settings import Settings  # noqa: E402
-from icelog.domain.context import RequestContext  # noqa: E402
-from icelog.domain.identifiers import NamespaceName, TabularName  # noqa: E402
+from icelog.domain.identifiers import TabularName  # noqa: E402
 from icelog.projections import maintenance  # noqa: E402
 from icelog.projections.rebuild import differences, drop_tables, rebuild  # noqa: E402
 from icelog.projections.sql import write_transaction  # noqa: E402
 from tests.support import postgres  # noqa: E402
+from tests.support.commands import bench_tables  # noqa: E402
 
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
 PER_APPEND = 40
 
 
 def fill_log(services: Services, events: int, tables: int) -> int:
-    ctx = RequestContext("bench", "fill")
-    wid = services.warehouse_for_prefix(None)
-    services.catalog.create_namespace(ctx, wid, NamespaceName(("bench",)), {})
-    names = [TabularName(NamespaceName(("bench",)), f"t{i}") for i in range(tables)]
-    for name in names:
-        services.catalog.create_table(
-            ctx,
-            wid,
-            name,
-            schema=SCHEMA,
-            partition_spec=None,
-            sort_order=None,
-            location=None,
-            properties={},
-            stage=False,
-        )
+    ctx, wid, names = bench_tables(services, tables)
     n = 0
     while int(services.catalog.recorder.max_notification_id() or 0) < events:
         changes: list[tuple[TabularName, list[dict[str, Any]], list[dict[str, Any]]]] = []
@@ -145,10 +126,7 @@ def main() -> None:
                 for t in args.tables.split(",")
             ],
         }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -388,19 +388,26 @@ def test_create_a_warehouse(
     assert "lake2" in {w["name"] for w in listed}
 
 
+def _new_warehouse(
+    server: CatalogServer, name: str, location: Path, *, expiration_seconds: int | None = None
+) -> str:
+    """A file warehouse made through the management API (soft-deleting when an expiration is
+    given); its id."""
+    body: dict[str, Any] = {
+        "warehouse-name": name,
+        "storage-profile": {"type": "file", "base-location": location.as_uri()},
+    }
+    if expiration_seconds is not None:
+        body["delete-profile"] = {"type": "soft", "expiration-seconds": expiration_seconds}
+    created = httpx.post(f"{server.base}/management/v1/warehouse", json=body)
+    assert created.status_code == 200, created.text
+    return str(created.json()["warehouse-id"])
+
+
 def test_soft_drop_and_undrop_a_table(
     page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
 ) -> None:
-    created = httpx.post(
-        f"{server.base}/management/v1/warehouse",
-        json={
-            "warehouse-name": "soft",
-            "storage-profile": {"type": "file", "base-location": (tmp_path / "soft").as_uri()},
-            "delete-profile": {"type": "soft", "expiration-seconds": 3600},
-        },
-    )
-    assert created.status_code == 200, created.text
-    wid = created.json()["warehouse-id"]
+    wid = _new_warehouse(server, "soft", tmp_path / "soft", expiration_seconds=3600)
     catalog = rest_catalog(server, warehouse="soft")
     catalog.create_namespace("crm")
     catalog.create_table("crm.customers", Schema(NestedField(1, "id", LongType())))
@@ -431,16 +438,7 @@ def test_a_purge_task_and_its_attempts(
 ) -> None:
     """A soft-dropped table expires at once: the server's task worker purges it, and the
     warehouse's task list links to the task's page, which lists every event of it."""
-    created = httpx.post(
-        f"{server.base}/management/v1/warehouse",
-        json={
-            "warehouse-name": "expiring",
-            "storage-profile": {"type": "file", "base-location": (tmp_path / "exp").as_uri()},
-            "delete-profile": {"type": "soft", "expiration-seconds": 0},
-        },
-    )
-    assert created.status_code == 200, created.text
-    wid = created.json()["warehouse-id"]
+    wid = _new_warehouse(server, "expiring", tmp_path / "exp", expiration_seconds=0)
     catalog = rest_catalog(server, warehouse="expiring")
     catalog.create_namespace("tmp")
     catalog.create_table("tmp.scratch", Schema(NestedField(1, "id", LongType())))
@@ -561,15 +559,7 @@ def test_drop_a_view(page: Page, sales: dict[str, Any], shots: Path | None) -> N
 def test_namespace_and_warehouse_history_say_what_changed(
     page: Page, server: CatalogServer, tmp_path: Path, shots: Path | None
 ) -> None:
-    created = httpx.post(
-        f"{server.base}/management/v1/warehouse",
-        json={
-            "warehouse-name": "hist",
-            "storage-profile": {"type": "file", "base-location": (tmp_path / "hist").as_uri()},
-        },
-    )
-    assert created.status_code == 200, created.text
-    wid = created.json()["warehouse-id"]
+    wid = _new_warehouse(server, "hist", tmp_path / "hist")
     catalog = rest_catalog(server, warehouse="hist")
     catalog.create_namespace("ops", {"owner": "finance", "tier": "gold"})
     catalog.update_namespace_properties("ops", removals={"owner"}, updates={"tier": "silver"})

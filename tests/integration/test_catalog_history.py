@@ -25,6 +25,7 @@ from icelog.projections.event_index import EventFilter
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_soft_delete import set_profile, undrop
 from tests.integration.test_views_api import VIEW_SCHEMA, create_view, version
+from tests.support.commands import create_plain_table
 
 ROOT = "/management/v1"
 NIL = "00000000-0000-0000-0000-000000000000"
@@ -338,17 +339,7 @@ def test_pages_cover_a_large_catalog_exactly_once(api: Api) -> None:
         namespace = NamespaceName(levels)
         catalog.create_namespace(ctx, wid, namespace, {"n": str(count)})
         for i in range(count):
-            catalog.create_table(
-                ctx,
-                wid,
-                TabularName(namespace, f"t{i:04d}"),
-                schema=SCHEMA,
-                partition_spec=None,
-                sort_order=None,
-                location=None,
-                properties={},
-                stage=False,
-            )
+            create_plain_table(catalog, ctx, wid, TabularName(namespace, f"t{i:04d}"), SCHEMA)
     position = api.position()
     pages = as_of_pages(api, 1000, position=position)
     assert [_items(p) for p in pages] == [1000, 1000, 500]

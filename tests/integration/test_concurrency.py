@@ -11,6 +11,7 @@ from icelog.domain.errors import AlreadyExistsError, CommitFailedError
 from icelog.domain.identifiers import NamespaceName, TabularName
 from tests.integration.conftest import SCHEMA, Api, create_table
 from tests.integration.test_tables_api import snapshot
+from tests.support.commands import create_plain_table
 
 CTX = RequestContext("tester", "r")
 
@@ -113,16 +114,8 @@ def test_concurrent_creates_of_one_name_one_wins(api: Api) -> None:
     catalog, wid = api.services.catalog, api.services.warehouse_for_prefix(api.prefix)
 
     def work(_i: int) -> Any:
-        return catalog.create_table(
-            CTX,
-            wid,
-            TabularName(NamespaceName(("db",)), "same"),
-            schema=SCHEMA,
-            partition_spec=None,
-            sort_order=None,
-            location=None,
-            properties={},
-            stage=False,
+        return create_plain_table(
+            catalog, CTX, wid, TabularName(NamespaceName(("db",)), "same"), SCHEMA
         )
 
     results = run_threads(8, work)
@@ -140,17 +133,8 @@ def test_concurrent_creates_in_one_namespace_all_land(api: Api) -> None:
     catalog, wid = api.services.catalog, api.services.warehouse_for_prefix(api.prefix)
 
     def work(i: int) -> Any:
-        return catalog.create_table(
-            CTX,
-            wid,
-            TabularName(NamespaceName(("db",)), f"t{i}"),
-            schema=SCHEMA,
-            partition_spec=None,
-            sort_order=None,
-            location=None,
-            properties={},
-            stage=False,
-        )
+        name = TabularName(NamespaceName(("db",)), f"t{i}")
+        return create_plain_table(catalog, CTX, wid, name, SCHEMA)
 
     conflicts: list[int] = []
     catalog.on_commit_conflict = lambda: conflicts.append(1)

@@ -13,19 +13,18 @@ the checks of `icelog audit verify`, `projections verify` and `metadata verify`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import uuid4
 
 import orjson
 import pytest
 
-from tests.integration.conftest import SCHEMA, Api
+from tests.integration.conftest import Api
+from tests.integration.conftest import create_table as hostile_create
 from tests.support import hostile
 from tests.support.hostile import (
-    BACKENDS,
     ROOT,
     Scene,
     World,
@@ -40,24 +39,17 @@ from tests.support.hostile import (
 )
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hostile.Moto]:
-    yield from hostile.start_moto(tmp_path_factory)
+def _soft_warehouse(scene: Scene) -> None:
+    soft_dir = scene.base / "whs" / "soft"
+    soft = hostile.file_warehouse(
+        scene.api, soft_dir, delete_profile={"type": "soft", "expiration-seconds": 0}
+    )
+    scene.world.allow(soft_dir)
+    scene.extra["soft"] = soft  # {"type": "soft", "expiration-seconds": 0}
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def scene(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, moto: hostile.Moto
-) -> Iterator[Scene]:
-    base = tmp_path_factory.mktemp(f"deletes-{request.param}")
-    for scene in hostile.open_scene(request.param, base, moto):
-        soft_dir = base / "whs" / "soft"
-        soft = hostile.file_warehouse(
-            scene.api, soft_dir, delete_profile={"type": "soft", "expiration-seconds": 0}
-        )
-        scene.world.allow(soft_dir)
-        scene.extra["soft"] = soft  # {"type": "soft", "expiration-seconds": 0}
-        yield scene
+moto = hostile.module_moto
+scene = hostile.scene_fixture("deletes", prepare=_soft_warehouse)
 
 
 @pytest.fixture
@@ -147,13 +139,6 @@ def victim_table(api: Api, world: World, ns: str) -> Victim:
     ]
     world.protect(*files)
     return Victim(name, location, files)
-
-
-def hostile_create(api: Api, ns: str, name: str, **extra: Any) -> dict[str, Any]:
-    response = api.post(f"/namespaces/{ns}/tables", {"name": name, "schema": SCHEMA, **extra})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 @dataclass
@@ -256,16 +241,33 @@ def test_purge_deletes_only_inside_the_table(fresh: Scene, profile: str) -> None
     finish(fresh)
 
 
-def test_registered_metadata_log_and_snapshots_outside_are_skipped(fresh: Scene) -> None:
-    """metadata-log entries (and the rest) of a document the client wrote and registered."""
-    api, world = fresh.api, fresh.world
+class Staged(NamedTuple):
+    """A namespace with a victim table and a staged table's metadata, to be registered at
+    `location` (folder `root`), where an old metadata file of its own already lies."""
+
+    ns: str
+    victim: Victim
+    staged: dict[str, Any]
+    location: str
+    root: Path
+    own_old: Path
+
+
+def _staged_beside_a_victim(api: Api, world: World, folder: str) -> Staged:
     ns = unique("ns")
     api.post("/namespaces", {"namespace": [ns]})
     victim = victim_table(api, world, ns)
     staged = hostile_create(api, ns, unique("staged"), **{"stage-create": True})["metadata"]
-    location = f"file://{api.warehouse_dir}/{ns}/registered"
+    location = f"file://{api.warehouse_dir}/{ns}/{folder}"
     root = local_path(location)
     own_old = write(root / "metadata" / "00000-old.metadata.json", b"{}")
+    return Staged(ns, victim, staged, location, root, own_old)
+
+
+def test_registered_metadata_log_and_snapshots_outside_are_skipped(fresh: Scene) -> None:
+    """metadata-log entries (and the rest) of a document the client wrote and registered."""
+    api, world = fresh.api, fresh.world
+    ns, victim, staged, location, root, own_old = _staged_beside_a_victim(api, world, "registered")
     outside_md = f"file://{world.sentinel('metadata/00001-outside.metadata.json')}"
     victim_md = f"file://{victim.files[0]}"
     document = {
@@ -317,13 +319,7 @@ def test_delete_after_commit_deletes_only_inside_the_table(fresh: Scene) -> None
     """`write.metadata.delete-after-commit.enabled` with previous-versions-max=1 on a table
     whose (registered) metadata-log names sentinels and another table's metadata file."""
     api, world = fresh.api, fresh.world
-    ns = unique("ns")
-    api.post("/namespaces", {"namespace": [ns]})
-    victim = victim_table(api, world, ns)
-    staged = hostile_create(api, ns, unique("staged"), **{"stage-create": True})["metadata"]
-    location = f"file://{api.warehouse_dir}/{ns}/cleaned"
-    root = local_path(location)
-    own_old = write(root / "metadata" / "00000-old.metadata.json", b"{}")
+    ns, victim, staged, location, root, own_old = _staged_beside_a_victim(api, world, "cleaned")
     log = [
         f"file://{world.sentinel('metadata/00001-outside.metadata.json')}",
         f"file://{victim.files[0]}",

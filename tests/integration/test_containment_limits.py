@@ -25,9 +25,9 @@ import pytest
 from icelog.api.services import Services
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.domain.json_limits import json_depth
-from tests.integration.conftest import SCHEMA, make_settings
+from tests.integration.conftest import SCHEMA
 from tests.integration.test_limits import serving
-from tests.support import hostile, postgres
+from tests.support import hostile
 from tests.support.hostile import (
     BACKENDS,
     ROOT,
@@ -466,23 +466,12 @@ def _fill(value: Any, ns: str) -> Any:
 @pytest.fixture(params=BACKENDS)
 def timed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     """Services whose app answers within 1 s (ICELOG_REQUEST_TIMEOUT_SECONDS=1)."""
-    database_url = postgres.create_database() if request.param == "postgres" else None
-    try:
-        settings = dataclasses.replace(
-            make_settings(tmp_path, database_url), request_timeout_seconds=1.0
-        )
-        services = Services.build(settings)
+    for services in hostile.services_on(request.param, tmp_path, request_timeout_seconds=1.0):
         yield services
         hostile.assert_log_verifies(services)
-        services.close()
-    finally:
-        if database_url:
-            postgres.drop_database(database_url)
 
 
-def _prefix(client: Any) -> str:
-    found = client.get("/catalog/v1/config", params={"warehouse": "default"})
-    return str(found.json()["overrides"]["prefix"])
+_prefix = hostile.default_prefix
 
 
 def _slow(original: Callable[..., Any], seconds: float) -> Callable[..., Any]:

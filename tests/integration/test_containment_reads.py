@@ -18,7 +18,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ import pytest
 from tests.integration.conftest import SCHEMA, Api
 from tests.support import hostile
 from tests.support.hostile import (
-    BACKENDS,
     MIB,
     Scene,
     assert_error,
@@ -41,17 +40,8 @@ LIMIT = MIB  # ICELOG_MAX_METADATA_FILE_MB=1 for this module
 DEADLINE_S = 10.0  # a register that takes longer hangs (a FIFO opened for reading)
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hostile.Moto]:
-    yield from hostile.start_moto(tmp_path_factory)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def scene(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, moto: hostile.Moto
-) -> Iterator[Scene]:
-    base = tmp_path_factory.mktemp(f"reads-{request.param}")
-    yield from hostile.open_scene(request.param, base, moto, max_metadata_file_bytes=LIMIT)
+moto = hostile.module_moto
+scene = hostile.scene_fixture("reads", max_metadata_file_bytes=LIMIT)
 
 
 @dataclass

@@ -30,7 +30,6 @@ import pytest
 
 from tests.support import hostile
 from tests.support.hostile import (
-    BACKENDS,
     ROOT,
     Scene,
     assert_error,
@@ -40,22 +39,15 @@ from tests.support.hostile import (
 from tests.support.server import free_port
 
 
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hostile.Moto]:
-    yield from hostile.start_moto(tmp_path_factory)
+def _second_project(scene: Scene) -> None:
+    project = scene.api.client.post(f"{ROOT}/project", json={"project-name": "second"})
+    assert project.status_code in (200, 201), project.text
+    scene.extra["project"] = project.json()["project-id"]
+    scene.world.allow(scene.base / "whs")
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def scene(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, moto: hostile.Moto
-) -> Iterator[Scene]:
-    base = tmp_path_factory.mktemp(f"storage-{request.param}")
-    for scene in hostile.open_scene(request.param, base, moto):
-        project = scene.api.client.post(f"{ROOT}/project", json={"project-name": "second"})
-        assert project.status_code in (200, 201), project.text
-        scene.extra["project"] = project.json()["project-id"]
-        scene.world.allow(base / "whs")
-        yield scene
+moto = hostile.module_moto
+scene = hostile.scene_fixture("storage", prepare=_second_project)
 
 
 def create_warehouse(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,10 @@ from uuid import uuid4
 
 import pytest
 
-from tests.integration.conftest import SCHEMA, Api
+from tests.integration.conftest import SCHEMA
+from tests.integration.conftest import create_table as create
 from tests.support import hostile
 from tests.support.hostile import (
-    BACKENDS,
     Scene,
     assert_error,
     create_transaction_updates,
@@ -32,18 +32,8 @@ from tests.support.hostile import (
     view_body,
 )
 
-
-@pytest.fixture(scope="module")
-def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[hostile.Moto]:
-    yield from hostile.start_moto(tmp_path_factory)
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def scene(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, moto: hostile.Moto
-) -> Iterator[Scene]:
-    base = tmp_path_factory.mktemp(f"writes-{request.param}")
-    yield from hostile.open_scene(request.param, base, moto)
+moto = hostile.module_moto
+scene = hostile.scene_fixture("writes")
 
 
 @dataclass
@@ -83,13 +73,6 @@ def tables(scene: Scene) -> Fixture:
     )
     scene.arm()
     return Fixture(scene, ns, targets)
-
-
-def create(api: Api, ns: str, name: str, **extra: Any) -> dict[str, Any]:
-    response = api.post(f"/namespaces/{ns}/tables", {"name": name, "schema": SCHEMA, **extra})
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 Build = Callable[[Targets], str]

@@ -4,7 +4,6 @@ unknown, and a commit still lands whole) or 503 (reads)."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -20,9 +19,9 @@ from starlette.testclient import TestClient
 from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings, SettingsError
-from tests.integration.conftest import SCHEMA, Api, make_settings
+from tests.integration.conftest import SCHEMA, Api
 from tests.integration.test_observability import requests_total, sample
-from tests.support import postgres
+from tests.support.hostile import default_prefix, services_on
 from tests.support.server import free_port
 
 MIB = 1024 * 1024
@@ -57,24 +56,12 @@ def test_a_body_over_the_default_limit_is_refused_and_nothing_is_stored(api: Api
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     """Services whose app allows 1 MiB bodies and answers within 0.5 s."""
-    database_url = postgres.create_database() if request.param == "postgres" else None
-    try:
-        settings = dataclasses.replace(
-            make_settings(tmp_path, database_url),
-            max_request_body_bytes=MIB,
-            request_timeout_seconds=0.5,
-        )
-        services = Services.build(settings)
-        yield services
-        services.close()
-    finally:
-        if database_url:
-            postgres.drop_database(database_url)
+    yield from services_on(
+        request.param, tmp_path, max_request_body_bytes=MIB, request_timeout_seconds=0.5
+    )
 
 
-def _prefix(client: Any) -> str:
-    found = client.get("/catalog/v1/config", params={"warehouse": "default"})
-    return str(found.json()["overrides"]["prefix"])
+_prefix = default_prefix
 
 
 def test_the_limit_is_a_setting_and_counts_streamed_bodies(limited: Services) -> None:

@@ -32,6 +32,7 @@ from tests.integration.conftest import BACKENDS, SCHEMA, Api, create_table, make
 from tests.integration.test_cli import icelog
 from tests.integration.test_views_api import create_view
 from tests.support import postgres
+from tests.support.commands import create_plain_table
 from tests.support.postgres import TEST_SECRETS_KEY
 
 LOG_EVENTS = 10_000
@@ -104,17 +105,8 @@ def _fill(catalog: Catalog) -> None:
     wid = catalog.services.warehouse_for_prefix(None)
     catalog.services.catalog.create_namespace(CTX, wid, NamespaceName(("bench",)), {})
     for i in range(TABLES):
-        catalog.services.catalog.create_table(
-            CTX,
-            wid,
-            TabularName(NamespaceName(("bench",)), f"t{i}"),
-            schema=SCHEMA,
-            partition_spec=None,
-            sort_order=None,
-            location=None,
-            properties={},
-            stage=False,
-        )
+        name = TabularName(NamespaceName(("bench",)), f"t{i}")
+        create_plain_table(catalog.services.catalog, CTX, wid, name, SCHEMA)
     while catalog.head() < LOG_EVENTS:
         catalog.commit(40)
 

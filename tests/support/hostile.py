@@ -374,20 +374,33 @@ class S3World:
 
 
 # -- the catalog ------------------------------------------------------------------------------
-def catalog(backend: str, base: Path, **overrides: Any) -> Iterator[Api]:
-    """The in-process catalog with its data directory at `base/data` (so the default
-    warehouse is `base/data/warehouse`); `overrides` replace Settings fields."""
+def services_on(backend: str, base: Path, **overrides: Any) -> Iterator[Services]:
+    """Services on `backend` (a fresh PostgreSQL database, dropped after) with their data
+    directory at `base/data`; `overrides` replace Settings fields."""
     database_url = postgres.create_database() if backend == "postgres" else None
     try:
         settings = dataclasses.replace(make_settings(base, database_url), **overrides)
         services = Services.build(settings)
-        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
-            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
-            yield Api(client, services, config["overrides"]["prefix"], base / "data" / "warehouse")
+        yield services
         services.close()
     finally:
         if database_url:
             postgres.drop_database(database_url)
+
+
+def default_prefix(client: Any) -> str:
+    """The catalog prefix of the default warehouse, as its config says."""
+    found = client.get("/catalog/v1/config", params={"warehouse": "default"})
+    return str(found.json()["overrides"]["prefix"])
+
+
+def catalog(backend: str, base: Path, **overrides: Any) -> Iterator[Api]:
+    """The in-process catalog with its data directory at `base/data` (so the default
+    warehouse is `base/data/warehouse`); `overrides` replace Settings fields."""
+    for services in services_on(backend, base, **overrides):
+        app = create_app(services.settings, services)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            yield Api(client, services, default_prefix(client), base / "data" / "warehouse")
 
 
 def on_warehouse(api: Api, warehouse_id: str, directory: Path | None = None) -> Api:
@@ -743,3 +756,29 @@ def open_scene(
         world.allow(api.warehouse_dir)
         yield Scene(api, world, base, moto)
         assert_log_verifies(api.services)
+
+
+@pytest.fixture(scope="module", name="moto")
+def module_moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moto]:
+    """One moto server a module: a module takes it in with `moto = hostile.module_moto`."""
+    yield from start_moto(tmp_path_factory)
+
+
+def scene_fixture(
+    prefix: str, *, prepare: Callable[[Scene], None] | None = None, **overrides: Any
+) -> Any:
+    """A module's `scene` fixture, once on each backend, over the module's `moto` fixture:
+    its catalog (with `overrides` as settings) in a fresh folder `<prefix>-<backend>`, which
+    `prepare` may furnish (warehouses, projects) before the first test."""
+
+    @pytest.fixture(scope="module", params=BACKENDS, name="scene")
+    def scene(
+        request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, moto: Moto
+    ) -> Iterator[Scene]:
+        base = tmp_path_factory.mktemp(f"{prefix}-{request.param}")
+        for opened in open_scene(request.param, base, moto, **overrides):
+            if prepare is not None:
+                prepare(opened)
+            yield opened
+
+    return scene

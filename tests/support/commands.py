@@ -1,0 +1,53 @@
+"""Catalogs filled through the commands (no HTTP), for tests and benchmarks that want many
+tables or many events quickly."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from icelog.api.services import Services
+from icelog.commands.catalog import Catalog
+from icelog.domain.context import RequestContext
+from icelog.domain.identifiers import NamespaceName, TabularName
+
+ONE_COLUMN = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+}
+
+
+def create_plain_table(
+    catalog: Catalog,
+    ctx: RequestContext,
+    warehouse_id: UUID,
+    name: TabularName,
+    schema: dict[str, Any],
+) -> Any:
+    """A table with `schema` and nothing else: no partition spec, sort order, location or
+    property, created at once (not staged)."""
+    return catalog.create_table(
+        ctx,
+        warehouse_id,
+        name,
+        schema=schema,
+        partition_spec=None,
+        sort_order=None,
+        location=None,
+        properties={},
+        stage=False,
+    )
+
+
+def bench_tables(services: Services, count: int) -> tuple[RequestContext, UUID, list[TabularName]]:
+    """Namespace `bench` of the default warehouse with one-column tables `t0`..: the context
+    that made them, the warehouse and the names, for a benchmark to commit to."""
+    ctx = RequestContext("bench", "fill")
+    wid = services.warehouse_for_prefix(None)
+    namespace = NamespaceName(("bench",))
+    services.catalog.create_namespace(ctx, wid, namespace, {})
+    names = [TabularName(namespace, f"t{i}") for i in range(count)]
+    for name in names:
+        create_plain_table(services.catalog, ctx, wid, name, ONE_COLUMN)
+    return ctx, wid, names
