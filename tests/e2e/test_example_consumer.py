@@ -9,33 +9,24 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import nats
 import pytest
 
+from tests.support.commands import ONE_COLUMN
 from tests.support.fixtures import ServerFactory
-from tests.support.nats_server import NatsServer, start_nats
+from tests.support.nats_server import NatsServer, nats_broker
 from tests.support.server import REPO_ROOT, CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 EXAMPLE = REPO_ROOT / "examples" / "nats_consumer.py"
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
+SCHEMA = ONE_COLUMN
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[NatsServer]:
-    server = start_nats(tmp_path / "nats")
-    yield server
-    server.stop()
+broker = nats_broker
 
 
 def metric(server: CatalogServer, name: str, sink: str | None = None) -> float | None:

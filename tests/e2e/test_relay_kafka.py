@@ -26,7 +26,13 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from icelog.publishers.cloud_events import from_json
-from tests.e2e.test_relay_nats import Writer, assert_complete_and_ordered, head, metric
+from tests.e2e.test_relay_nats import (
+    Writer,
+    assert_complete_and_ordered,
+    head,
+    metric,
+    thousand_commits,
+)
 from tests.support.clients import wait_until
 from tests.support.fixtures import ServerFactory
 from tests.support.kafka_mock import KafkaMock, start_kafka_mock
@@ -238,12 +244,7 @@ def test_thousand_commits_reach_kafka_once_each_keyed_and_in_order(
     env = {**kafka_env(kafka), "ICELOG_PUBLISH": "kafka"}  # the relay runs inside serve
     server = catalog_server_factory(store, env)
     try:
-        writer = Writer(server, tables=10)
-        for n in range(100):
-            writer.commit_round(n)
-        assert writer.commits == 1000
-        assert wait_until(lambda: caught_up(server, kafka), timeout=90), server.log()[-3000:]
-        total = head(server)
+        writer, total = thousand_commits(server, lambda: caught_up(server, kafka), timeout=90)
         received = consume_all(kafka)
         assert len(received) == total, "one relay, no failure: each event exactly once"
         check_messages(received)

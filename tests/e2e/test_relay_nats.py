@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +22,17 @@ import nats
 import pytest
 
 from tests.support.clients import wait_until
+from tests.support.commands import ONE_COLUMN
 from tests.support.fixtures import ServerFactory
-from tests.support.nats_server import NatsServer, start_nats
+from tests.support.nats_server import NatsServer, nats_broker
 from tests.support.server import ICELOG_BIN, CatalogServer, start_icelog
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
+SCHEMA = ONE_COLUMN
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[NatsServer]:
-    server = start_nats(tmp_path / "nats")
-    yield server
-    server.stop()
+broker = nats_broker
 
 
 def relay_env(broker: NatsServer) -> dict[str, str]:
@@ -99,6 +92,19 @@ class Writer:
             self.commits += 1
 
 
+def thousand_commits(
+    server: CatalogServer, relayed: Callable[[], bool], timeout: float
+) -> tuple[Writer, int]:
+    """A hundred rounds of commits to ten tables; once `relayed` (within `timeout` s), the
+    writer and the log's head."""
+    writer = Writer(server, tables=10)
+    for n in range(100):
+        writer.commit_round(n)
+    assert writer.commits == 1000
+    assert wait_until(relayed, timeout=timeout), server.log()[-3000:]
+    return writer, head(server)
+
+
 async def _consume(url: str, stream: str, prefix: str, expected: int, timeout: float) -> list[Any]:
     nc = await nats.connect(url)
     try:
@@ -152,12 +158,7 @@ def test_thousand_commits_arrive_once_each_in_per_table_order(
     env = {**relay_env(broker), "ICELOG_PUBLISH": "nats"}  # the relay runs inside serve
     server = catalog_server_factory(store, env)
     try:
-        writer = Writer(server, tables=10)
-        for n in range(100):
-            writer.commit_round(n)
-        assert writer.commits == 1000
-        assert wait_until(lambda: caught_up(server, env), timeout=60), server.log()[-3000:]
-        total = head(server)
+        writer, total = thousand_commits(server, lambda: caught_up(server, env), timeout=60)
         events = consume(broker, env, total)
         assert len(events) == total, "JetStream holds each event once"
         assert_complete_and_ordered(events, total)

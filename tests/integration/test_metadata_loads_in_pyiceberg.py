@@ -39,6 +39,7 @@ from icelog.domain.errors import CatalogError, CommitFailedError
 from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH
 from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
+from tests.support.nesting import nested_schema
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"
@@ -323,11 +324,15 @@ class Tables(Drawing):
             and f["type"] in CLEAN_TRANSFORMS
         ]
 
+    def fields_to_draw(self, schema: Any, most: int) -> tuple[bool, list[dict[str, Any]], range]:
+        """Whether the fields are hostile, the columns clean ones may use, and up to `most`
+        indexes (drawn in this order)."""
+        return self.chance(30), self.columns(schema), range(self.draw(st.integers(0, most)))
+
     def spec(self, schema: Any) -> dict[str, Any]:
-        hostile = self.chance(30)
-        columns = self.columns(schema)
+        hostile, columns, indexes = self.fields_to_draw(schema, 3)
         fields = []
-        for i in range(self.draw(st.integers(0, 3))):
+        for i in indexes:
             if hostile or not columns:
                 field: dict[str, Any] = {
                     "name": self.pick(["p", "id", ""]) + str(i),
@@ -347,10 +352,9 @@ class Tables(Drawing):
         return {"spec-id": 0, "fields": fields}
 
     def order(self, schema: Any) -> dict[str, Any]:
-        hostile = self.chance(30)
-        columns = self.columns(schema)
+        hostile, columns, indexes = self.fields_to_draw(schema, 2)
         fields = []
-        for _ in range(self.draw(st.integers(0, 2))):
+        for _ in indexes:
             if hostile or not columns:
                 fields.append(
                     {
@@ -607,6 +611,10 @@ def assert_loads_in_pyiceberg(m: Metadata) -> None:
     assert_java_invariants(m)
 
 
+# Documents are large and slow to draw, by design.
+SLOW_DATA = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
 def attempt(fn: Callable[[], Metadata]) -> Metadata | None:
     try:
         return fn()
@@ -618,11 +626,7 @@ def attempt(fn: Callable[[], Metadata]) -> Metadata | None:
 # ----------------------------------------------------------------------- properties
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=500, deadline=None, suppress_health_check=SLOW_DATA)
 @given(data=st.data())
 def test_every_accepted_table_document_loads_in_pyiceberg(data: st.DataObject) -> None:
     tables = Tables(data.draw)
@@ -654,6 +658,18 @@ def test_every_accepted_table_document_loads_in_pyiceberg(data: st.DataObject) -
         meta = result
 
 
+def first_view_version() -> dict[str, Any]:
+    """Version 1 of a view: `select 1` in Spark SQL, schema 0, namespace `db`."""
+    return {
+        "version-id": 1,
+        "schema-id": 0,
+        "timestamp-ms": 1_000,
+        "summary": {},
+        "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        "default-namespace": ["db"],
+    }
+
+
 def assert_view_loads_in_pyiceberg(view: ViewMetadata) -> None:
     envelope = {"metadata-location": "s3://bucket/db/v/metadata/v.json", "metadata": view}
     orjson.dumps({"wrapper": [envelope]})
@@ -663,22 +679,11 @@ def assert_view_loads_in_pyiceberg(view: ViewMetadata) -> None:
     assert any(v.version_id == loaded.current_version_id for v in loaded.versions)
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@settings(max_examples=200, deadline=None, suppress_health_check=SLOW_DATA)
 @given(data=st.data())
 def test_every_accepted_view_document_loads_in_pyiceberg(data: st.DataObject) -> None:
     schemas = Schemas(data.draw)
-    version: dict[str, Any] = {
-        "version-id": 1,
-        "schema-id": 0,
-        "timestamp-ms": 1_000,
-        "summary": {},
-        "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-        "default-namespace": ["db"],
-    }
+    version = first_view_version()
 
     def create() -> ViewMetadata:
         return new_view_metadata(
@@ -789,33 +794,7 @@ def test_deep_schemas_are_refused_on_every_path(kind: str, depth: int) -> None:
 
 def chain(kinds: list[str], depth: int) -> dict[str, Any]:
     """A schema whose types nest exactly `depth` levels (its own struct is level 1)."""
-    type_: Any = "int"
-    next_id = 100
-    for i in range(depth - 1):
-        kind = kinds[i % len(kinds)]
-        next_id += 2
-        if kind == "struct":
-            type_ = {
-                "type": "struct",
-                "fields": [{"id": next_id, "name": f"f{i}", "required": False, "type": type_}],
-            }
-        elif kind == "list":
-            type_ = {
-                "type": "list",
-                "element-id": next_id,
-                "element-required": False,
-                "element": type_,
-            }
-        else:
-            type_ = {
-                "type": "map",
-                "key-id": next_id,
-                "key": "string",
-                "value-id": next_id + 1,
-                "value-required": False,
-                "value": type_,
-            }
-    return {"type": "struct", "fields": [{"id": 1, "name": "x", "required": False, "type": type_}]}
+    return nested_schema(kinds, depth, first_id=102)
 
 
 # PyIceberg 0.12 needs ~490 Python frames for a 32-level struct chain (~15 per level) and
@@ -925,16 +904,7 @@ def test_hostile_metadata_is_a_400_over_http(api: Any) -> None:
     v3 = {"format-version": "3"}
     created = api.post("/namespaces/db/tables", {"name": "t", "schema": good, "properties": v3})
     assert created.status_code == 200, created.text
-    view_version = json.dumps(
-        {
-            "version-id": 1,
-            "schema-id": 0,
-            "timestamp-ms": 1_000,
-            "summary": {},
-            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-            "default-namespace": ["db"],
-        }
-    )
+    view_version = json.dumps(first_view_version())
     table = '{"namespace":["db"],"name":"t"}'
 
     def post(path: str, text: str) -> Any:

@@ -4,26 +4,20 @@ change as an event with its actor that the audit chain covers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.integration.conftest import Authed
-from tests.support.callers import Caller
+from tests.support.callers import Caller, People, bootstrapped, grant
+from tests.support.callers import assignments as _assignments
 
 MGMT = "/management/v1"
 
 
 @pytest.fixture
-def people(authed: Authed) -> Iterator[tuple[Caller, Caller, Caller]]:
-    alice, bob, carol = (
-        Caller(authed, "alice", "Alice"),
-        Caller(authed, "bob", "Bob"),
-        Caller(authed, "carol", "Carol"),
-    )
-    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
-    yield alice, bob, carol
+def people(authed: Authed) -> People:
+    return bootstrapped(authed)
 
 
 def _setup(alice: Caller) -> tuple[str, str, str]:
@@ -46,15 +40,7 @@ def _setup(alice: Caller) -> tuple[str, str, str]:
     return prefix, found["namespace-id"], table["metadata"]["table-uuid"]
 
 
-def _assignments(caller: Caller, path: str) -> set[tuple[str, str]]:
-    found = caller.ok("GET", f"{MGMT}/permissions/{path}/assignments")["assignments"]
-    return {(a["type"], a.get("user") or a.get("role")) for a in found}
-
-
-def test_bootstrap_makes_the_first_caller_admin_once(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_bootstrap_makes_the_first_caller_admin_once(authed: Authed, people: People) -> None:
     alice, bob, _ = people
     again = bob("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
     assert (
@@ -68,10 +54,7 @@ def test_bootstrap_makes_the_first_caller_admin_once(
     assert bob("GET", f"{MGMT}/permissions/server/assignments").status_code == 403
 
 
-def test_creators_own_and_grants_reach_down(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_creators_own_and_grants_reach_down(authed: Authed, people: People) -> None:
     alice, bob, carol = people
     wid, nid, tid = _setup(alice)
     assert _assignments(alice, f"namespace/{nid}") == {("ownership", alice.id)}
@@ -88,10 +71,12 @@ def test_creators_own_and_grants_reach_down(
     assert denied.status_code == 404, denied.text
     assert denied.json()["error"]["type"] == "NoSuchNamespaceException"
 
-    alice.ok(
-        "POST", f"{MGMT}/permissions/namespace/{nid}/assignments",
-        {"writes": [{"type": "select", "user": bob.id}, {"type": "pass_grants", "user": bob.id}]},
-    )  # fmt: skip
+    grant(
+        alice,
+        f"namespace/{nid}",
+        {"type": "select", "user": bob.id},
+        {"type": "pass_grants", "user": bob.id},
+    )
     actions = set(bob.ok("GET", table_access)["allowed-actions"])
     assert {"read_data", "get_metadata", "grant_select"} <= actions
     assert not {"write_data", "drop", "grant_modify", "grant_pass_grants"} & actions
@@ -100,10 +85,7 @@ def test_creators_own_and_grants_reach_down(
     check["operation"]["table"]["action"] = "read_data"
     assert bob.ok("POST", f"{MGMT}/permissions/check", check) == {"allowed": True}
     # pass_grants: select may be passed on, modify may not.
-    bob.ok(
-        "POST", f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments",
-        {"writes": [{"type": "select", "user": carol.id}]},
-    )  # fmt: skip
+    grant(bob, f"warehouse/{wid}/table/{tid}", {"type": "select", "user": carol.id})
     passed_too_much = bob(
         "POST", f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments",
         {"writes": [{"type": "modify", "user": carol.id}]},
@@ -121,10 +103,7 @@ def test_creators_own_and_grants_reach_down(
     assert bob("GET", table_access).status_code == 404  # he no longer sees the table
 
 
-def test_roles_nest_and_carry_grants(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_roles_nest_and_carry_grants(authed: Authed, people: People) -> None:
     alice, bob, carol = people
     wid, _, tid = _setup(alice)
     analysts = alice.ok("POST", f"{MGMT}/role", {"name": "analysts"})
@@ -132,23 +111,14 @@ def test_roles_nest_and_carry_grants(
     assert alice("POST", f"{MGMT}/role", {"name": "analysts"}).status_code == 409
     assert bob("POST", f"{MGMT}/role", {"name": "mine"}).status_code == 403
     # carol ∈ leads ∈ analysts; analysts may modify the warehouse.
-    alice.ok(
-        "POST", f"{MGMT}/permissions/role/{analysts['id']}/assignments",
-        {"writes": [{"type": "assignee", "role": leads["id"]}]},
-    )  # fmt: skip
-    alice.ok(
-        "POST", f"{MGMT}/permissions/role/{leads['id']}/assignments",
-        {"writes": [{"type": "assignee", "user": carol.id}]},
-    )  # fmt: skip
+    grant(alice, f"role/{analysts['id']}", {"type": "assignee", "role": leads["id"]})
+    grant(alice, f"role/{leads['id']}", {"type": "assignee", "user": carol.id})
     cycle = alice(
         "POST", f"{MGMT}/permissions/role/{leads['id']}/assignments",
         {"writes": [{"type": "assignee", "role": analysts["id"]}]},
     )  # fmt: skip
     assert cycle.status_code == 400, cycle.text
-    alice.ok(
-        "POST", f"{MGMT}/permissions/warehouse/{wid}/assignments",
-        {"writes": [{"type": "modify", "role": analysts["id"]}]},
-    )  # fmt: skip
+    grant(alice, f"warehouse/{wid}", {"type": "modify", "role": analysts["id"]})
     table_access = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/access"
     assert "write_data" in carol.ok("GET", table_access)["allowed-actions"]
     # Bob may not see the table: asking about it answers as for an unknown id.
@@ -163,10 +133,7 @@ def test_roles_nest_and_carry_grants(
     assert alice("GET", f"{MGMT}/role/{leads['id']}").status_code == 404
 
 
-def test_bad_assignments_are_400(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_bad_assignments_are_400(authed: Authed, people: People) -> None:
     alice, _, _ = people
     wid, nid, tid = _setup(alice)
     path = f"{MGMT}/permissions/warehouse/{wid}/table/{tid}/assignments"
@@ -184,10 +151,7 @@ def test_bad_assignments_are_400(
     assert missing.status_code == 404
 
 
-def test_grant_changes_are_events_with_their_actor(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_grant_changes_are_events_with_their_actor(authed: Authed, people: People) -> None:
     alice, bob, _ = people
     _, nid, _ = _setup(alice)
     change = {"writes": [{"type": "describe", "user": bob.id}]}
@@ -216,10 +180,7 @@ def test_without_a_provider_everything_is_allowed(api: Any) -> None:
     assert {"create_project", "list_users"} <= set(access)
 
 
-def test_who_could_do_what_at_a_past_moment(
-    authed: Authed,
-    people: tuple[Caller, Caller, Caller],
-) -> None:
+def test_who_could_do_what_at_a_past_moment(authed: Authed, people: People) -> None:
     """`?as-of=` answers from the log: a revoked grant still shows in the past."""
     alice, bob, _ = people
     wid, nid, tid = _setup(alice)

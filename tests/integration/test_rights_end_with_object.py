@@ -15,7 +15,9 @@ from icelog.domain.errors import NotFoundError
 from icelog.domain.permissions import ObjectRef, PrincipalRef
 from icelog.projections.rebuild import differences, rebuild
 from tests.integration.conftest import SCHEMA, Authed
-from tests.support.callers import Caller
+from tests.support.callers import Caller, People, bootstrapped
+from tests.support.callers import assignments as _assignments
+from tests.support.callers import grant as _grant
 
 pytestmark = pytest.mark.attack
 
@@ -33,20 +35,19 @@ def _namespace_id(who: Caller, prefix: str, name: str) -> str:
     return str(found["namespace-id"])
 
 
-def _grant(who: Caller, path: str, *writes: dict[str, str]) -> None:
-    who.ok("POST", f"{MGMT}/permissions/{path}/assignments", {"writes": list(writes)})
-
-
-def _assignments(who: Caller, path: str) -> set[tuple[str, str]]:
-    found = who.ok("GET", f"{MGMT}/permissions/{path}/assignments")["assignments"]
-    return {(a["type"], a.get("user") or a.get("role")) for a in found}
-
-
 def _table(who: Caller, prefix: str, ns: str, name: str) -> str:
     made = who.ok(
         "POST", f"/catalog/v1/{prefix}/namespaces/{ns}/tables", {"name": name, "schema": SCHEMA}
     )
     return str(made["metadata"]["table-uuid"])
+
+
+def _db_and_t(who: Caller) -> tuple[str, str]:
+    """Namespace `db` and its table `t` in the default warehouse, made by `who`: the
+    warehouse's prefix and the table's id."""
+    prefix = _prefix(who)
+    who.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["db"]})
+    return prefix, _table(who, prefix, "db", "t")
 
 
 def _commit(who: Caller, prefix: str, ns: str, name: str) -> Any:
@@ -66,18 +67,12 @@ def _grant_rows(authed: Authed, where: str, params: tuple[Any, ...], prefix: str
 
 
 @pytest.fixture
-def people(authed: Authed) -> tuple[Caller, Caller, Caller]:
-    alice, bob, carol = (
-        Caller(authed, "alice", "Alice"),
-        Caller(authed, "bob", "Bob"),
-        Caller(authed, "carol", "Carol"),
-    )
-    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
-    return alice, bob, carol
+def people(authed: Authed) -> People:
+    return bootstrapped(authed)
 
 
 def test_a_namespace_of_the_same_name_does_not_inherit_the_dropped_ones_rights(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
+    authed: Authed, people: People
 ) -> None:
     alice, bob, carol = people
     prefix = _prefix(alice)
@@ -125,13 +120,9 @@ def test_a_namespace_of_the_same_name_does_not_inherit_the_dropped_ones_rights(
     _same_after_rebuild(authed)
 
 
-def test_a_table_dropped_with_purge_takes_its_grants(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
-) -> None:
+def test_a_table_dropped_with_purge_takes_its_grants(authed: Authed, people: People) -> None:
     alice, bob, _ = people
-    prefix = _prefix(alice)
-    alice.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["db"]})
-    old = _table(alice, prefix, "db", "t")
+    prefix, old = _db_and_t(alice)
     _grant(alice, f"warehouse/{prefix}/table/{old}", {"type": "modify", "user": bob.id})
     assert _commit(bob, prefix, "db", "t").status_code == 200
     dropped = alice("DELETE", f"/catalog/v1/{prefix}/namespaces/db/tables/t",
@@ -151,7 +142,7 @@ def test_a_table_dropped_with_purge_takes_its_grants(
 
 
 def test_a_soft_dropped_table_keeps_its_grants_until_it_expires(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
+    authed: Authed, people: People
 ) -> None:
     alice, bob, _ = people
     prefix = _prefix(alice)
@@ -174,13 +165,9 @@ def test_a_soft_dropped_table_keeps_its_grants_until_it_expires(
     _same_after_rebuild(authed)
 
 
-def test_a_deleted_role_takes_its_members_and_rights(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
-) -> None:
+def test_a_deleted_role_takes_its_members_and_rights(authed: Authed, people: People) -> None:
     alice, _, carol = people
-    prefix = _prefix(alice)
-    alice.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["db"]})
-    _table(alice, prefix, "db", "t")
+    prefix, _ = _db_and_t(alice)
     nid = _namespace_id(alice, prefix, "db")
     role = alice.ok("POST", f"{MGMT}/role", {"name": "analysts"})["id"]
     _grant(alice, f"role/{role}", {"type": "assignee", "user": carol.id})
@@ -203,12 +190,10 @@ def test_a_deleted_role_takes_its_members_and_rights(
 
 
 def test_a_deleted_user_coming_back_has_none_of_the_old_grants(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
+    authed: Authed, people: People
 ) -> None:
     alice, bob, _ = people
-    prefix = _prefix(alice)
-    alice.ok("POST", f"/catalog/v1/{prefix}/namespaces", {"namespace": ["db"]})
-    _table(alice, prefix, "db", "t")
+    prefix, _ = _db_and_t(alice)
     nid = _namespace_id(alice, prefix, "db")
     _grant(alice, f"namespace/{nid}", {"type": "modify", "user": bob.id})
     role = alice.ok("POST", f"{MGMT}/role", {"name": "writers"})["id"]
@@ -227,9 +212,7 @@ def test_a_deleted_user_coming_back_has_none_of_the_old_grants(
     _same_after_rebuild(authed)
 
 
-def test_the_last_server_admin_cannot_be_deleted(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
-) -> None:
+def test_the_last_server_admin_cannot_be_deleted(authed: Authed, people: People) -> None:
     """Deleting a user ends their grants; deleting the only admin would leave the server
     with none for good (bootstrap is closed once used)."""
     alice, bob, _ = people
@@ -243,9 +226,7 @@ def test_the_last_server_admin_cannot_be_deleted(
     assert bob("DELETE", f"{MGMT}/user/{bob.id}").status_code == 409
 
 
-def test_a_project_with_roles_cannot_be_deleted(
-    authed: Authed, people: tuple[Caller, Caller, Caller]
-) -> None:
+def test_a_project_with_roles_cannot_be_deleted(authed: Authed, people: People) -> None:
     alice, _, _ = people
     project = alice.ok("POST", f"{MGMT}/project", {"project-name": "p2"})["project-id"]
     in_p2 = {"x-project-id": project}
@@ -295,7 +276,7 @@ def _dangling(prefix: str) -> str:
 
 
 def test_a_grant_racing_the_drop_of_its_object_is_refused_in_the_append(
-    authed: Authed, people: tuple[Caller, Caller, Caller], monkeypatch: pytest.MonkeyPatch
+    authed: Authed, people: People, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The command checks that the object exists, then appends: a drop landing in between
     must not leave a grant behind (the append checks again, and the retry answers 404)."""

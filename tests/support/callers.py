@@ -24,3 +24,29 @@ class Caller:
         response = self(method, path, body, **kwargs)
         assert response.status_code in (200, 204), (method, path, response.text)
         return response.json() if response.content else None
+
+
+People = tuple[Caller, Caller, Caller]
+MGMT = "/management/v1"
+
+
+def bootstrapped(authed: Authed) -> People:
+    """Alice, Bob and Carol; Alice bootstrapped the catalog, so she is its admin."""
+    alice, bob, carol = (
+        Caller(authed, "alice", "Alice"),
+        Caller(authed, "bob", "Bob"),
+        Caller(authed, "carol", "Carol"),
+    )
+    alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
+    return alice, bob, carol
+
+
+def grant(who: Caller, path: str, *writes: dict[str, str]) -> None:
+    """`who` grants `writes` on the object at `/permissions/<path>`."""
+    who.ok("POST", f"{MGMT}/permissions/{path}/assignments", {"writes": list(writes)})
+
+
+def assignments(who: Caller, path: str) -> set[tuple[str, str]]:
+    """(relation, user or role) of the grants on the object at `/permissions/<path>`."""
+    found = who.ok("GET", f"{MGMT}/permissions/{path}/assignments")["assignments"]
+    return {(a["type"], a.get("user") or a.get("role")) for a in found}

@@ -6,10 +6,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.server import free_port
 
@@ -78,3 +80,11 @@ def start_nats(directory: Path) -> NatsServer:
     server = NatsServer(store=store, port=free_port(), monitor_port=free_port())
     server.start()
     return server
+
+
+@pytest.fixture(name="broker")
+def nats_broker(tmp_path: Path) -> Iterator[NatsServer]:
+    """A NATS server for one test: a module takes it in with `broker = nats_broker`."""
+    server = start_nats(tmp_path / "nats")
+    yield server
+    server.stop()

@@ -28,6 +28,7 @@ from icelog.domain.errors import (
 from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH, type_depth
 from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
+from tests.support.nesting import nested_schema
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"
@@ -157,29 +158,7 @@ def stored_type(metadata: Metadata) -> Any:
 
 def nested(kind: str, depth: int) -> dict[str, Any]:
     """A schema whose types nest `depth` levels (the schema's own struct is level 1)."""
-    type_: Any = "int"
-    next_id = 100
-    for i in range(depth - 1):
-        if kind == "struct":
-            type_ = struct(field(next_id, f"f{i}", type_))
-        elif kind == "list":
-            type_ = {
-                "type": "list",
-                "element-id": next_id,
-                "element-required": False,
-                "element": type_,
-            }
-        else:
-            type_ = {
-                "type": "map",
-                "key-id": next_id,
-                "key": "string",
-                "value-id": next_id + 1,
-                "value-required": False,
-                "value": type_,
-            }
-        next_id += 2
-    return struct(field(1, "x", type_))
+    return nested_schema([kind], depth)
 
 
 @pytest.mark.parametrize("kind", ["struct", "list", "map"])
