@@ -212,12 +212,20 @@ def test_nats_down_for_ten_seconds_during_a_burst_loses_nothing(
         server.stop()
 
 
+def postgres_for_relays(
+    broker: NatsServer, factory: ServerFactory
+) -> tuple[dict[str, str], CatalogServer]:
+    """A server on PostgreSQL whose log relays started with the environment it returns
+    publish to `broker` (serve itself publishes nothing)."""
+    env = relay_env(broker)
+    return env, factory("postgres", env)
+
+
 @pytest.mark.postgres
 def test_relay_killed_mid_burst_resumes_without_gaps(
     broker: NatsServer, catalog_server_factory: ServerFactory, tmp_path: Path
 ) -> None:
-    env = relay_env(broker)
-    server = catalog_server_factory("postgres", env)
+    env, server = postgres_for_relays(broker, catalog_server_factory)
     try:
         writer = Writer(server, tables=5)
         first = start_relay(server, env, tmp_path / "relay1.log")
@@ -248,8 +256,7 @@ def test_relay_killed_mid_burst_resumes_without_gaps(
 def test_two_relays_for_one_sink_take_turns(
     broker: NatsServer, catalog_server_factory: ServerFactory, tmp_path: Path
 ) -> None:
-    env = relay_env(broker)
-    server = catalog_server_factory("postgres", env)
+    env, server = postgres_for_relays(broker, catalog_server_factory)
     relays = [start_relay(server, env, tmp_path / f"relay{n}.log") for n in range(2)]
     try:
         writer = Writer(server, tables=4)

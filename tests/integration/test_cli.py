@@ -70,8 +70,10 @@ def test_bad_settings_fail_fast_with_a_clear_message(tmp_path: Path) -> None:
     assert "ICELOG_PORT must be an integer" in bad_port.stderr
 
 
-def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
-    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+@contextmanager
+def _catalog_with_sales(env: dict[str, str]) -> Iterator[tuple[Services, TestClient, str]]:
+    """An in-process catalog on `env` with namespace `sales` in its default warehouse: its
+    services, a client and the warehouse's catalog path; the services close after."""
     settings = Settings.from_env(env)
     services = Services.build(settings)
     try:
@@ -79,25 +81,31 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
             config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
             base = f"/catalog/v1/{config['overrides']['prefix']}"
             client.post(f"{base}/namespaces", json={"namespace": ["sales"]})
-            created = client.post(
-                f"{base}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA}
-            )
-            assert created.status_code == 200
-            other = client.post(
-                "/management/v1/warehouse",
-                json={
-                    "warehouse-name": "analytics",
-                    "storage-profile": {
-                        "type": "file",
-                        "base-location": (tmp_path / "analytics").as_uri(),
-                    },
-                    "delete-profile": {"type": "hard"},
-                },
-            ).json()["warehouse-id"]
-            client.post(f"/catalog/v1/{other}/namespaces", json={"namespace": ["ops"]})
-            head = int(services.catalog.recorder.max_notification_id() or 0)
+            yield services, client, base
     finally:
         services.close()
+
+
+def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
+    env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
+    with _catalog_with_sales(env) as (services, client, base):
+        created = client.post(
+            f"{base}/namespaces/sales/tables", json={"name": "orders", "schema": SCHEMA}
+        )
+        assert created.status_code == 200
+        other = client.post(
+            "/management/v1/warehouse",
+            json={
+                "warehouse-name": "analytics",
+                "storage-profile": {
+                    "type": "file",
+                    "base-location": (tmp_path / "analytics").as_uri(),
+                },
+                "delete-profile": {"type": "hard"},
+            },
+        ).json()["warehouse-id"]
+        client.post(f"/catalog/v1/{other}/namespaces", json={"namespace": ["ops"]})
+        head = int(services.catalog.recorder.max_notification_id() or 0)
     lines = icelog("events", "tail", "-n", "100", env=env)
     assert lines.returncode == 0, lines.stderr
     rows = lines.stdout.splitlines()
@@ -118,21 +126,13 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
 
 def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
     env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
-    settings = Settings.from_env(env)
-    services = Services.build(settings)
-    try:
-        with TestClient(create_app(settings, services)) as client:
-            config = client.get("/catalog/v1/config", params={"warehouse": "default"}).json()
-            base = f"/catalog/v1/{config['overrides']['prefix']}"
-            client.post(f"{base}/namespaces", json={"namespace": ["sales"]})
-            before_table = int(services.catalog.recorder.max_notification_id() or 0)
-            client.post(f"{base}/namespaces/sales/tables", json={"name": "o", "schema": SCHEMA})
-            client.post(f"{base}/namespaces", json={"namespace": ["sales", "eu"]})
-            for name in ("p", "q"):
-                table = {"name": name, "schema": SCHEMA}
-                client.post(f"{base}/namespaces/sales%1Feu/tables", json=table)
-    finally:
-        services.close()
+    with _catalog_with_sales(env) as (services, client, base):
+        before_table = int(services.catalog.recorder.max_notification_id() or 0)
+        client.post(f"{base}/namespaces/sales/tables", json={"name": "o", "schema": SCHEMA})
+        client.post(f"{base}/namespaces", json={"namespace": ["sales", "eu"]})
+        for name in ("p", "q"):
+            table = {"name": name, "schema": SCHEMA}
+            client.post(f"{base}/namespaces/sales%1Feu/tables", json=table)
     then = icelog("catalog", "at", str(before_table), env=env)
     assert then.returncode == 0, then.stderr
     [ns] = json.loads(then.stdout)["warehouses"][0]["namespaces"]

@@ -17,6 +17,7 @@ import pytest
 from tests.integration.conftest import SCHEMA, Authed
 from tests.integration.test_permissions_api import MGMT
 from tests.support.callers import Caller
+from tests.support.staging import staged_create_updates
 
 CATALOG = "/catalog/v1"
 
@@ -62,15 +63,7 @@ def _create_updates(staged: dict[str, Any]) -> list[dict[str, Any]]:
     """The updates a client sends to commit a staged create (as PyIceberg does)."""
     metadata = staged["metadata"]
     return [
-        {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
-        {"action": "upgrade-format-version", "format-version": metadata["format-version"]},
-        {"action": "add-schema", "schema": metadata["schemas"][0]},
-        {"action": "set-current-schema", "schema-id": -1},
-        {"action": "add-spec", "spec": metadata["partition-specs"][0]},
-        {"action": "set-default-spec", "spec-id": -1},
-        {"action": "add-sort-order", "sort-order": metadata["sort-orders"][0]},
-        {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": metadata["location"]},
+        *staged_create_updates(metadata, metadata["location"]),
         {"action": "set-properties", "updates": metadata.get("properties", {})},
     ]
 

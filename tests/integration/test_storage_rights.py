@@ -28,9 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 
 from icelog.commands.storage.s3 import S3Access
 from icelog.commands.storage.vending import boto3_assume_role
@@ -39,6 +37,7 @@ from tests.support.callers import Caller
 from tests.support.moto_server import (
     admin_user,
     client,
+    client_from,
     enforce_auth,
     moto_s3,
     relax_auth,
@@ -114,6 +113,26 @@ class Scene:
 
     def grant_namespace(self, relation: str, who: Caller) -> None:
         self.grant(f"namespace/{self.namespace_id}", relation, who)
+
+    def create(
+        self,
+        who: Caller,
+        namespace: str,
+        name: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        location: str | None = None,
+        stage: bool | None = None,
+    ) -> Any:
+        """`who` asks to create table `name` (one column) in `namespace`, perhaps at
+        `location`, perhaps staged: the answer, whatever it is."""
+        body: dict[str, Any] = {"name": name, "schema": SCHEMA}
+        if location is not None:
+            body["location"] = location
+        if stage is not None:
+            body["stage-create"] = stage
+        url = self.url(f"/namespaces/{namespace}/tables")
+        return who("POST", url, json=body, headers=dict(headers or {}))
 
     def load(self, who: Caller, headers: Mapping[str, str] | None = None) -> dict[str, Any]:
         response = who("GET", self.url("/namespaces/ns/tables/t"), headers=dict(headers or {}))
@@ -208,16 +227,8 @@ def actions_of(policy: Mapping[str, Any]) -> set[str]:
 
 
 def s3_client(config: Mapping[str, str]) -> Any:
-    """An S3 client made from nothing but what the catalog handed out."""
-    return boto3.client(
-        "s3",
-        region_name=config["client.region"],
-        endpoint_url=config["s3.endpoint"],
-        aws_access_key_id=config["s3.access-key-id"],
-        aws_secret_access_key=config["s3.secret-access-key"],
-        aws_session_token=config["s3.session-token"],
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
-    )
+    """An S3 client made from nothing but what the catalog handed out (path-style)."""
+    return client_from({**config, "s3.path-style-access": "true"})
 
 
 def key_of(location: str) -> str:
@@ -350,22 +361,12 @@ def test_a_granted_read_right_is_not_answered_304_without_a_signer(scene: Scene)
 def test_a_creator_gets_write_credentials_for_what_they_create(scene: Scene) -> None:
     erin = scene.user("erin")
     scene.grant_namespace("create", erin)
-    made = erin(
-        "POST",
-        scene.url("/namespaces/ns/tables"),
-        json={"name": "e1", "schema": SCHEMA},
-        headers=VENDED,
-    )
+    made = scene.create(erin, "ns", "e1", headers=VENDED)
     assert made.status_code == 200, made.text
     assert credentials_of(made.json())
     assert "s3:PutObject" in actions_of(scene.policies[-1])
     # Staged at the default location: a fresh path of the caller's own, to write into.
-    staged = erin(
-        "POST",
-        scene.url("/namespaces/ns/tables"),
-        json={"name": "e2", "schema": SCHEMA, "stage-create": True},
-        headers=VENDED,
-    )
+    staged = scene.create(erin, "ns", "e2", headers=VENDED, stage=True)
     assert staged.status_code == 200, staged.text
     assert credentials_of(staged.json())
     assert "s3:PutObject" in actions_of(scene.policies[-1])
@@ -379,31 +380,20 @@ def test_a_staged_create_at_a_chosen_location_gets_no_credentials(scene: Scene) 
     victim = scene.load(scene.alice, SIGNING)["metadata"]["location"]
     base = victim.rsplit("/", 2)[0]
     for headers in (VENDED, SIGNING, {}):
-        staged = erin(
-            "POST",
-            scene.url("/namespaces/ns/tables"),
-            json={
-                "name": f"s{uuid.uuid4().hex[:6]}",
-                "schema": SCHEMA,
-                "stage-create": True,
-                "location": f"{base}/chosen-{uuid.uuid4().hex[:6]}",
-            },
+        staged = scene.create(
+            erin,
+            "ns",
+            f"s{uuid.uuid4().hex[:6]}",
             headers=headers,
+            location=f"{base}/chosen-{uuid.uuid4().hex[:6]}",
+            stage=True,
         )
         assert staged.status_code == 200, staged.text
         assert_no_storage_access(staged.json())
     assert scene.policies == []
     # Not even the admin: the rule is about the location, not the caller.
-    staged = scene.alice(
-        "POST",
-        scene.url("/namespaces/ns/tables"),
-        json={
-            "name": "s-admin",
-            "schema": SCHEMA,
-            "stage-create": True,
-            "location": f"{base}/chosen-admin",
-        },
-        headers=VENDED,
+    staged = scene.create(
+        scene.alice, "ns", "s-admin", headers=VENDED, location=f"{base}/chosen-admin", stage=True
     )
     assert staged.status_code == 200, staged.text
     assert_no_storage_access(staged.json())
@@ -413,12 +403,7 @@ def test_describe_only_cannot_create_for_credentials(scene: Scene) -> None:
     bob = scene.user("bob")
     scene.grant_namespace("describe", bob)
     for stage in (False, True):
-        refused = bob(
-            "POST",
-            scene.url("/namespaces/ns/tables"),
-            json={"name": "b1", "schema": SCHEMA, "stage-create": stage},
-            headers=VENDED,
-        )
+        refused = scene.create(bob, "ns", "b1", headers=VENDED, stage=stage)
         assert refused.status_code == 403, refused.text
     assert scene.policies == []
 

@@ -37,6 +37,7 @@ from tests.integration.test_storage_rights import (  # noqa: F401 - fixtures
 )
 from tests.support.callers import Caller
 from tests.support.moto_server import client
+from tests.support.staging import staged_create_updates
 
 pytestmark = pytest.mark.attack
 
@@ -97,12 +98,7 @@ def test_unregistered_tables_files_are_not_handed_to_a_creator_elsewhere(scene: 
     location, metadata_key = _victim_files(scene)
     gone = scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister"))
     assert gone.status_code == 200, gone.text
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "x", "schema": SCHEMA, "location": location},
-        headers=VENDED,
-    )
+    made = scene.create(erin, "sandbox", "x", headers=VENDED, location=location)
     _assert_files_held(made)
     if made.status_code != 200:
         return  # refused: held
@@ -120,12 +116,7 @@ def test_a_namespace_wide_location_needs_no_table_id(scene: Scene) -> None:
     # A plain drop (no purge) of the only table in ns: Spark's DROP TABLE.
     assert scene.alice("DELETE", scene.url("/namespaces/ns/tables/t")).status_code == 204
     ns_dir = location.rsplit("/", 1)[0]
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "wide", "schema": SCHEMA, "location": ns_dir},
-        headers=VENDED,
-    )
+    made = scene.create(erin, "sandbox", "wide", headers=VENDED, location=ns_dir)
     _assert_files_held(made)
     if made.status_code != 200:
         return
@@ -143,12 +134,7 @@ def test_a_pending_purge_is_defeated_by_a_table_at_its_location(scene: Scene) ->
         "DELETE", scene.url("/namespaces/ns/tables/t"), params={"purgeRequested": "true"}
     )
     assert dropped.status_code == 204, dropped.text
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "squat", "schema": SCHEMA, "location": location},
-        headers=VENDED,
-    )
+    made = scene.create(erin, "sandbox", "squat", headers=VENDED, location=location)
     # Refused (a pending purge keeps its location, and the files are there): no squat,
     # and the purge must delete everything.
     assert made.status_code == 409, made.text
@@ -162,18 +148,21 @@ def test_a_pending_purge_is_defeated_by_a_table_at_its_location(scene: Scene) ->
         _assert_cannot_read(scene, erin, metadata_key, made.json())
 
 
-def test_set_location_onto_an_unregistered_tables_files(scene: Scene) -> None:
-    """The same through a commit: erin moves her own table onto the old location."""
+def _own_table_beside_unregistered_files(scene: Scene, name: str) -> tuple[Caller, str, str]:
+    """erin with her own table `sandbox.name`, once alice unregistered ns.t and left its
+    files: erin, their location and the metadata file's key."""
     erin = scene.user("erin")
     _sandbox(scene, erin)
     location, metadata_key = _victim_files(scene)
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "mine", "schema": SCHEMA},
-    )
+    made = scene.create(erin, "sandbox", name)
     assert made.status_code == 200, made.text
     assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    return erin, location, metadata_key
+
+
+def test_set_location_onto_an_unregistered_tables_files(scene: Scene) -> None:
+    """The same through a commit: erin moves her own table onto the old location."""
+    erin, location, metadata_key = _own_table_beside_unregistered_files(scene, "mine")
     moved = erin(
         "POST",
         scene.url("/namespaces/sandbox/tables/mine"),
@@ -221,11 +210,7 @@ def test_a_percent_encoded_alias_of_a_live_tables_location_is_taken(scene: Scene
     location, _ = _victim_files(scene)
     head, tail = location.rsplit("/t-", 1)
     for alias in (f"{head}/t%2D{tail}", f"{head}/%74-{tail}", location.replace("/ns/", "/%6Es/")):
-        made = erin(
-            "POST",
-            scene.url("/namespaces/sandbox/tables"),
-            json={"name": f"a{uuid.uuid4().hex[:6]}", "schema": SCHEMA, "location": alias},
-        )
+        made = scene.create(erin, "sandbox", f"a{uuid.uuid4().hex[:6]}", location=alias)
         assert made.status_code in (400, 409), (alias, made.status_code)
 
 
@@ -242,12 +227,7 @@ def test_who_may_modify_the_warehouse_places_a_table_over_files(scene: Scene) ->
     _grant_warehouse(scene, "modify", erin)
     location, metadata_key = _victim_files(scene)
     assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "adopted", "schema": SCHEMA, "location": location},
-        headers=VENDED,
-    )
+    made = scene.create(erin, "sandbox", "adopted", headers=VENDED, location=location)
     assert made.status_code == 200, made.text
     assert credentials_of(made.json())[0]["prefix"] == location
     dropped = erin("DELETE", scene.url("/namespaces/sandbox/tables/adopted"))
@@ -267,11 +247,7 @@ def test_a_fresh_chosen_location_needs_no_more_than_create(scene: Scene) -> None
     _sandbox(scene, erin)
     location, _ = _victim_files(scene)
     fresh = f"{location.rsplit('/', 2)[0]}/elsewhere/fresh"
-    made = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "fresh", "schema": SCHEMA, "location": fresh},
-    )
+    made = scene.create(erin, "sandbox", "fresh", location=fresh)
     assert made.status_code == 200, made.text
     moved = erin(
         "POST",
@@ -286,14 +262,7 @@ def test_a_fresh_chosen_location_needs_no_more_than_create(scene: Scene) -> None
 
 def test_a_transaction_cannot_move_a_table_onto_files(scene: Scene) -> None:
     """transactions/commit with a set-location onto an unregistered table's files."""
-    erin = scene.user("erin")
-    _sandbox(scene, erin)
-    location, _ = _victim_files(scene)
-    made = erin(
-        "POST", scene.url("/namespaces/sandbox/tables"), json={"name": "tx", "schema": SCHEMA}
-    )
-    assert made.status_code == 200, made.text
-    assert scene.alice("POST", scene.url("/namespaces/ns/tables/t/unregister")).status_code == 200
+    erin, location, _ = _own_table_beside_unregistered_files(scene, "tx")
     change = {
         "identifier": {"namespace": ["sandbox"], "name": "tx"},
         "requirements": [],
@@ -303,18 +272,7 @@ def test_a_transaction_cannot_move_a_table_onto_files(scene: Scene) -> None:
     _assert_files_held(moved)
 
 
-def _create_updates(metadata: dict[str, Any], location: str) -> list[dict[str, Any]]:
-    return [
-        {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
-        {"action": "upgrade-format-version", "format-version": metadata["format-version"]},
-        {"action": "add-schema", "schema": metadata["schemas"][0]},
-        {"action": "set-current-schema", "schema-id": -1},
-        {"action": "add-spec", "spec": metadata["partition-specs"][0]},
-        {"action": "set-default-spec", "spec-id": -1},
-        {"action": "add-sort-order", "sort-order": metadata["sort-orders"][0]},
-        {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": location},
-    ]
+_create_updates = staged_create_updates
 
 
 def test_a_staged_create_commits_over_its_own_data_files(scene: Scene) -> None:
@@ -323,12 +281,7 @@ def test_a_staged_create_commits_over_its_own_data_files(scene: Scene) -> None:
     own, the commit is not refused. The same commit moved onto another table's files is."""
     erin = scene.user("erin")
     _sandbox(scene, erin)
-    staged = erin(
-        "POST",
-        scene.url("/namespaces/sandbox/tables"),
-        json={"name": "ctas", "schema": SCHEMA, "stage-create": True},
-        headers=VENDED,
-    )
+    staged = scene.create(erin, "sandbox", "ctas", headers=VENDED, stage=True)
     assert staged.status_code == 200, staged.text
     metadata = staged.json()["metadata"]
     admin = client(scene.moto.endpoint, "s3", scene.moto.key, scene.moto.secret)

@@ -16,7 +16,6 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from icelog.commands.storage.s3 import S3Access
@@ -27,7 +26,7 @@ from icelog.commands.storage.vending import (
     storage_credentials,
 )
 from icelog.domain.errors import ServiceUnavailableError
-from tests.support.moto_server import moto_s3
+from tests.support.moto_server import bucket_role, client_from, moto_s3
 from tests.support.server import free_port
 
 REGION = "us-east-1"
@@ -71,30 +70,8 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moto]:
             ),
         )
         key = iam.create_access_key(UserName="icelog-catalog")["AccessKey"]
-        trust = {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Effect": "Allow", "Principal": {"AWS": user["Arn"]}, "Action": "sts:AssumeRole"}
-            ],
-        }
-        role = iam.create_role(RoleName="lake-vended", AssumeRolePolicyDocument=json.dumps(trust))
         # The role reaches only the lake bucket: proves below that vended keys act as it.
-        iam.put_role_policy(
-            RoleName="lake-vended",
-            PolicyName="lake",
-            PolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Action": "s3:*",
-                            "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"],
-                        }
-                    ],
-                }
-            ),
-        )
+        role = bucket_role(iam, user["Arn"], "lake-vended", "lake", BUCKET)
         # From here on moto rejects unknown keys, bad signatures and bad session tokens.
         # (A form-encoded body would be swallowed by moto's Flask: send octet-stream.)
         reply = httpx.post(
@@ -137,23 +114,6 @@ def profile(moto: Moto, **changes: Any) -> dict[str, Any]:
     }
     found.update(changes)
     return found
-
-
-def client_from(config: Mapping[str, str], **override: str) -> Any:
-    """An S3 client built only from what a REST client receives."""
-    values = {**config, **override}
-    return boto3.client(
-        "s3",
-        region_name=values["client.region"],
-        endpoint_url=values["s3.endpoint"],
-        aws_access_key_id=values["s3.access-key-id"],
-        aws_secret_access_key=values["s3.secret-access-key"],
-        aws_session_token=values["s3.session-token"],
-        config=Config(
-            s3={"addressing_style": "path" if values["s3.path-style-access"] == "true" else "auto"},
-            retries={"max_attempts": 1},
-        ),
-    )
 
 
 def _code(exc: ClientError) -> str:

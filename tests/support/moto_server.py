@@ -6,13 +6,14 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import boto3
 import httpx
+from botocore.config import Config
 
 from tests.support.server import free_port
 
@@ -112,17 +113,23 @@ def vended_role(endpoint: str, user: str, bucket: str) -> str:
     sets up for STS vending; docs/storage.md). Its ARN."""
     iam = client(endpoint, "iam")
     user_arn = iam.get_user(UserName=user)["User"]["Arn"]
+    role = bucket_role(iam, user_arn, f"vended-{bucket}", "bucket", bucket)
+    return str(role["Role"]["Arn"])
+
+
+def bucket_role(iam: Any, user_arn: str, name: str, policy: str, bucket: str) -> Any:
+    """Role `name`, which the user `user_arn` may assume and whose policy `policy` allows
+    everything on `bucket` only: IAM's answer to its creation."""
     trust = {
         "Version": "2012-10-17",
         "Statement": [
             {"Effect": "Allow", "Principal": {"AWS": user_arn}, "Action": "sts:AssumeRole"}
         ],
     }
-    name = f"vended-{bucket}"
     role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
     iam.put_role_policy(
         RoleName=name,
-        PolicyName="bucket",
+        PolicyName=policy,
         PolicyDocument=json.dumps(
             {
                 "Version": "2012-10-17",
@@ -136,4 +143,23 @@ def vended_role(endpoint: str, user: str, bucket: str) -> str:
             }
         ),
     )
-    return str(role["Role"]["Arn"])
+    return role
+
+
+def client_from(config: Mapping[str, str], **override: str) -> Any:
+    """An S3 client built only from what a REST client receives (`override` changes some
+    of it)."""
+    values = {**config, **override}
+    path_style = values["s3.path-style-access"] == "true"
+    return boto3.client(
+        "s3",
+        region_name=values["client.region"],
+        endpoint_url=values["s3.endpoint"],
+        aws_access_key_id=values["s3.access-key-id"],
+        aws_secret_access_key=values["s3.secret-access-key"],
+        aws_session_token=values["s3.session-token"],
+        config=Config(
+            s3={"addressing_style": "path" if path_style else "auto"},
+            retries={"max_attempts": 1},
+        ),
+    )

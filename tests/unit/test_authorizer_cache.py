@@ -5,10 +5,34 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from icelog.api.auth.authorizer import TtlCache, WouldRead, from_cache_only, watching_staleness
+
+
+class HeldLoad:
+    """`load_with(load)` on a thread of its own, where `load` holds (once it began) until
+    `let_go()`, then answers `answer`, or raises it when it is an exception."""
+
+    def __init__(self, load_with: Callable[[Callable[[], str]], object], answer: str | Exception):
+        self.reading, self.release = threading.Event(), threading.Event()
+
+        def load() -> str:
+            self.reading.set()
+            self.release.wait(5)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        self.thread = threading.Thread(target=load_with, args=(load,))
+        self.thread.start()
+        assert self.reading.wait(5)
+
+    def let_go(self) -> None:
+        self.release.set()
+        self.thread.join(5)
 
 
 def test_an_entry_is_read_again_after_its_time() -> None:
@@ -55,17 +79,7 @@ def test_no_entry_is_served_past_its_time_the_others_wait_for_the_one_reload() -
     cache = TtlCache(ttl_s=0.01)
     cache.get("k", lambda: "old")
     time.sleep(0.02)
-    reading = threading.Event()
-    release = threading.Event()
-
-    def slow() -> str:
-        reading.set()
-        release.wait(5)
-        return "new"
-
-    refresher = threading.Thread(target=lambda: cache.get("k", slow))
-    refresher.start()
-    assert reading.wait(5)
+    refresher = HeldLoad(lambda load: cache.get("k", load), "new")
 
     def must_not_load() -> str:
         raise AssertionError("a second read of the same entry")
@@ -75,8 +89,7 @@ def test_no_entry_is_served_past_its_time_the_others_wait_for_the_one_reload() -
     waiter.start()
     time.sleep(0.05)
     assert answers == []  # not "old": it waits for the reload
-    release.set()
-    refresher.join(5)
+    refresher.let_go()
     waiter.join(5)
     assert answers == ["new"]  # and no stampede: one read
     with pytest.raises(WouldRead):  # on the event loop, an expired entry is a read
@@ -105,13 +118,6 @@ def test_a_waiter_on_a_refused_reload_reads_again_and_is_refused_too() -> None:
     cache = TtlCache(ttl_s=0.01)
     cache.get("allowed", lambda: "yes")
     time.sleep(0.02)
-    reading, release = threading.Event(), threading.Event()
-
-    def slow_refusal() -> str:
-        reading.set()
-        release.wait(5)
-        raise PermissionError("revoked")
-
     errors: list[BaseException] = []
 
     def call(load: object) -> None:
@@ -120,13 +126,10 @@ def test_a_waiter_on_a_refused_reload_reads_again_and_is_refused_too() -> None:
         except PermissionError as exc:
             errors.append(exc)
 
-    first = threading.Thread(target=call, args=(slow_refusal,))
-    first.start()
-    assert reading.wait(5)
+    first = HeldLoad(call, PermissionError("revoked"))
     second = threading.Thread(target=call, args=(lambda: (_ for _ in ()).throw(PermissionError()),))
     second.start()
-    release.set()
-    first.join(5)
+    first.let_go()
     second.join(5)
     assert len(errors) == 2
 
@@ -134,43 +137,22 @@ def test_a_waiter_on_a_refused_reload_reads_again_and_is_refused_too() -> None:
 @pytest.mark.attack
 def test_a_load_begun_before_clear_does_not_store_its_older_answer() -> None:
     cache = TtlCache(ttl_s=60)
-    reading, release = threading.Event(), threading.Event()
-
-    def before_the_change() -> str:
-        reading.set()
-        release.wait(5)
-        return "allowed (read before the revoke)"
-
-    loader = threading.Thread(target=lambda: cache.get("k", before_the_change))
-    loader.start()
-    assert reading.wait(5)
+    loader = HeldLoad(lambda load: cache.get("k", load), "allowed (read before the revoke)")
     cache.clear()  # this process revoked meanwhile
     answers: list[str] = []
     waiter = threading.Thread(target=lambda: answers.append(cache.get("k", lambda: "refused")))
     waiter.start()
     waiter.join(5)
     assert answers == ["refused"]  # it did not wait for the older read
-    release.set()
-    loader.join(5)
+    loader.let_go()
     assert cache.get("k", lambda: "refused") == "refused"  # the older answer was not kept
 
 
 def test_a_waiter_reads_itself_when_the_reload_takes_too_long() -> None:
     cache = TtlCache(ttl_s=60, wait_s=0.05)
-    release = threading.Event()
-    started = threading.Event()
-
-    def stuck() -> str:
-        started.set()
-        release.wait(5)
-        return "late"
-
-    loader = threading.Thread(target=lambda: cache.get("k", stuck))
-    loader.start()
-    assert started.wait(5)
+    loader = HeldLoad(lambda load: cache.get("k", load), "late")
     assert cache.get("k", lambda: "own") == "own"
-    release.set()
-    loader.join(5)
+    loader.let_go()
 
 
 def test_a_decision_kept_inside_a_watch_expires_with_the_oldest_answer_it_used() -> None:

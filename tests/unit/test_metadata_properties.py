@@ -236,12 +236,7 @@ class Driver:
             first = self.new_snapshot(main["snapshot-id"] if main else None)
             ups = [
                 {"action": "add-snapshot", "snapshot": first},
-                {
-                    "action": "set-snapshot-ref",
-                    "ref-name": "main",
-                    "type": "branch",
-                    "snapshot-id": first["snapshot-id"],
-                },
+                set_ref("main", "branch", first["snapshot-id"]),
             ]
             if kind == "double-append":
                 # A transaction with two appends: the first is an intermediate snapshot.
@@ -250,12 +245,7 @@ class Driver:
                 self.meta = m
                 ups += [
                     {"action": "add-snapshot", "snapshot": second},
-                    {
-                        "action": "set-snapshot-ref",
-                        "ref-name": "main",
-                        "type": "branch",
-                        "snapshot-id": second["snapshot-id"],
-                    },
+                    set_ref("main", "branch", second["snapshot-id"]),
                 ]
             return ups
         if kind == "branch-append":
@@ -266,39 +256,19 @@ class Driver:
             snap = self.new_snapshot(existing["snapshot-id"] if existing else None)
             return [
                 {"action": "add-snapshot", "snapshot": snap},
-                {
-                    "action": "set-snapshot-ref",
-                    "ref-name": name,
-                    "type": "branch",
-                    "snapshot-id": snap["snapshot-id"],
-                },
+                set_ref(name, "branch", snap["snapshot-id"]),
             ]
         if kind == "tag":
             if not self.snapshot_ids() or refs.get("t1", {}).get("type") == "branch":
                 return []
             target = self.draw(st.sampled_from(self.snapshot_ids()))
             extra = {"max-ref-age-ms": 86_400_000} if self.draw(st.booleans()) else {}
-            return [
-                {
-                    "action": "set-snapshot-ref",
-                    "ref-name": "t1",
-                    "type": "tag",
-                    "snapshot-id": target,
-                    **extra,
-                }
-            ]
+            return [set_ref("t1", "tag", target, **extra)]
         if kind == "rollback":
             if not self.snapshot_ids():
                 return []
             target = self.draw(st.sampled_from(self.snapshot_ids()))
-            return [
-                {
-                    "action": "set-snapshot-ref",
-                    "ref-name": "main",
-                    "type": "branch",
-                    "snapshot-id": target,
-                }
-            ]
+            return [set_ref("main", "branch", target)]
         if kind == "remove-snapshots":
             if not self.snapshot_ids():
                 return []
@@ -319,6 +289,17 @@ class Driver:
         # upgrade
         version = self.draw(st.integers(m["format-version"], 3))
         return [{"action": "upgrade-format-version", "format-version": version}]
+
+
+def set_ref(name: str, type_: str, snapshot_id: int, **extra: Any) -> dict[str, Any]:
+    """The update that points ref `name` (a branch or a tag) at a snapshot."""
+    return {
+        "action": "set-snapshot-ref",
+        "ref-name": name,
+        "type": type_,
+        "snapshot-id": snapshot_id,
+        **extra,
+    }
 
 
 def all_field_ids(type_: Any) -> list[int]:

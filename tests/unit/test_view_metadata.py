@@ -24,18 +24,12 @@ from icelog.domain.view_metadata import (
     view_metadata_file_name,
     view_sql_dialects,
 )
+from tests.unit.test_table_metadata import RCK_SCHEMA
 
 UUID = "fa6506c3-7681-40c8-86dc-e36561f83385"
 LOC = "s3://bucket/ns/view"
 
-SCHEMA: dict[str, Any] = {
-    "type": "struct",
-    "schema-id": 5,
-    "fields": [
-        {"id": 3, "name": "id", "required": True, "type": "int"},
-        {"id": 4, "name": "data", "required": False, "type": "string"},
-    ],
-}
+SCHEMA = RCK_SCHEMA  # the tables' schema: ids 3 and 4, schema-id 5
 OTHER_SCHEMA: dict[str, Any] = {
     "type": "struct",
     "schema-id": 0,
