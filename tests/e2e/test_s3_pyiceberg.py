@@ -21,6 +21,7 @@ from tests.support.moto_server import (
     admin_user,
     client,
     enforce_auth,
+    hide_ambient_aws_credentials,
     moto_s3,
     relax_auth,
     vended_role,
@@ -105,9 +106,7 @@ def lake(
 
 @pytest.fixture(autouse=True)
 def no_ambient_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    hide_ambient_aws_credentials(monkeypatch)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from icelog.api.app import GRANT_CACHE_SECONDS, create_app
-from icelog.api.services import Services
+from icelog.api.app import GRANT_CACHE_SECONDS
 from tests.integration.conftest import Authed
+from tests.support.in_process import serving
 
 MGMT = "/management/v1"
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
@@ -50,13 +50,8 @@ def _change(authed: Authed, alice: str, grants: str, how: str, user: str) -> Non
 @contextmanager
 def _replica(authed: Authed) -> Iterator[TestClient]:
     """A second process on the same event store and read model."""
-    settings = authed.services.settings
-    services = Services.build(settings)
-    try:
-        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
-            yield client
-    finally:
-        services.close()
+    with serving(authed.services.settings) as (_, client):
+        yield client
 
 
 def _get(client: TestClient, url: str, token: str) -> Any:

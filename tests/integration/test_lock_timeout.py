@@ -17,8 +17,9 @@ from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
 from icelog.api.services import Services
-from tests.integration.conftest import SCHEMA, make_settings
+from tests.integration.conftest import make_settings
 from tests.support import postgres
+from tests.support.in_process import with_table_db_t
 
 # A lock timeout must not be retried like a lost connection (eventsourcing's @retry on
 # OperationalError did that ten times over): projections/sql.py raises DatabaseBusyError.
@@ -58,13 +59,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         services = Services.build(settings)
         try:
             with TestClient(create_app(settings, services), raise_server_exceptions=False) as c:
-                prefix = c.get("/catalog/v1/config", params={"warehouse": "default"}).json()[
-                    "overrides"
-                ]["prefix"]
-                base = f"/catalog/v1/{prefix}"
-                assert c.post(f"{base}/namespaces", json={"namespace": ["db"]}).status_code == 200
-                made = c.post(f"{base}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
-                assert made.status_code == 200, made.text
+                base = with_table_db_t(c)
                 yield Served(url, c, base)
         finally:
             services.close()

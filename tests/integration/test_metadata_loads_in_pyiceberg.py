@@ -39,7 +39,7 @@ from icelog.domain.errors import CatalogError, CommitFailedError
 from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH
 from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
-from tests.support.nesting import nested_schema
+from tests.support.metadata_docs import first_view_version, nested_schema
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"
@@ -656,18 +656,6 @@ def test_every_accepted_table_document_loads_in_pyiceberg(data: st.DataObject) -
         event("commit accepted")
         assert_loads_in_pyiceberg(result)
         meta = result
-
-
-def first_view_version() -> dict[str, Any]:
-    """Version 1 of a view: `select 1` in Spark SQL, schema 0, namespace `db`."""
-    return {
-        "version-id": 1,
-        "schema-id": 0,
-        "timestamp-ms": 1_000,
-        "summary": {},
-        "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-        "default-namespace": ["db"],
-    }
 
 
 def assert_view_loads_in_pyiceberg(view: ViewMetadata) -> None:

@@ -27,9 +27,10 @@ from icelog.domain.context import SYSTEM
 from icelog.domain.identifiers import NamespaceName, namespace_id
 from icelog.projections import migrations
 from icelog.projections.migrations import LATEST, STEPS
-from tests.integration.conftest import BACKENDS, SCHEMA, make_settings
+from tests.integration.conftest import BACKENDS, make_settings
 from tests.integration.test_cli import icelog
 from tests.support import postgres
+from tests.support.in_process import with_table_db_t
 from tests.support.server import free_port
 
 
@@ -289,13 +290,7 @@ def test_migrate_next_to_a_serving_catalog_does_not_disturb_it(tmp_path: Path) -
         stop = threading.Event()
         try:
             with TestClient(create_app(settings, services), raise_server_exceptions=False) as c:
-                prefix = c.get("/catalog/v1/config", params={"warehouse": "default"}).json()[
-                    "overrides"
-                ]["prefix"]
-                base = f"/catalog/v1/{prefix}"
-                assert c.post(f"{base}/namespaces", json={"namespace": ["db"]}).status_code == 200
-                made = c.post(f"{base}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
-                assert made.status_code == 200
+                base = with_table_db_t(c)
 
                 def commit_forever() -> None:
                     n = 0

@@ -17,10 +17,9 @@ from uuid import UUID
 import pytest
 from starlette.testclient import TestClient
 
-from icelog.api.app import create_app
-from icelog.api.services import Services
 from tests.integration.conftest import SCHEMA, Api, create_table, replica_settings
 from tests.integration.test_namespaces_api import error_of
+from tests.support.in_process import serving
 
 pytestmark = pytest.mark.attack
 
@@ -30,13 +29,8 @@ ROOT = "/management/v1"
 @pytest.fixture
 def replica(api: Api) -> Iterator[TestClient]:
     """A second server on the same database (PostgreSQL) or file (SQLite)."""
-    settings = replica_settings(api, {"ICELOG_TASK_WORKERS": "0"})
-    services = Services.build(settings)
-    try:
-        with TestClient(create_app(settings, services), raise_server_exceptions=False) as client:
-            yield client
-    finally:
-        services.close()
+    with serving(replica_settings(api, {"ICELOG_TASK_WORKERS": "0"})) as (_, client):
+        yield client
 
 
 def local(location: str) -> Path:

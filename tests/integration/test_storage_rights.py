@@ -39,6 +39,7 @@ from tests.support.moto_server import (
     client,
     client_from,
     enforce_auth,
+    hide_ambient_aws_credentials,
     moto_s3,
     relax_auth,
     vended_role,
@@ -78,9 +79,7 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moto]:
 
 @pytest.fixture(autouse=True)
 def no_ambient_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    hide_ambient_aws_credentials(monkeypatch)
 
 
 @dataclass

@@ -11,20 +11,17 @@ ICELOG_FORWARDED_ALLOW_IPS.
 from __future__ import annotations
 
 import dataclasses
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 
 from icelog.api.auth.provider_calls import RateLimiter
 from icelog.api.cli import uvicorn_options
 from icelog.api.settings import Settings, SettingsError
 from tests.integration.conftest import Authed
+from tests.support.server import uvicorn_in_thread
 
 TOKENS = "/catalog/v1/oauth/tokens"
 FORM = {"grant_type": "client_credentials", "client_id": "spark-job", "client_secret": "s3cret"}
@@ -35,25 +32,9 @@ def _served(authed: Authed, proxies: tuple[str, ...] = ()) -> Iterator[str]:
     """The authed app behind uvicorn configured as `icelog serve` configures it."""
     authed.idp.add_client("spark-job", "s3cret", {"aud": "icelog"})
     settings = dataclasses.replace(authed.services.settings, forwarded_allow_ips=proxies)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     options = {**uvicorn_options(settings), "log_level": "warning"}
-    config = uvicorn.Config(
-        authed.client.app, host="127.0.0.1", port=port, lifespan="off", **options
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with uvicorn_in_thread(authed.client.app, lifespan="off", **options) as url:
+        yield url
 
 
 def _spoofed(served: str) -> tuple[list[int], list[int]]:

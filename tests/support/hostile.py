@@ -43,6 +43,7 @@ from icelog.projections import maintenance
 from icelog.projections.audit_chain import AuditChain
 from tests.integration.conftest import Api, make_settings
 from tests.support import postgres
+from tests.support.in_process import default_prefix
 from tests.support.moto_server import admin_user, moto_s3
 from tests.support.moto_server import client as moto_client
 
@@ -386,12 +387,6 @@ def services_on(backend: str, base: Path, **overrides: Any) -> Iterator[Services
     finally:
         if database_url:
             postgres.drop_database(database_url)
-
-
-def default_prefix(client: Any) -> str:
-    """The catalog prefix of the default warehouse, as its config says."""
-    found = client.get("/catalog/v1/config", params={"warehouse": "default"})
-    return str(found.json()["overrides"]["prefix"])
 
 
 def catalog(backend: str, base: Path, **overrides: Any) -> Iterator[Api]:

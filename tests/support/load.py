@@ -22,7 +22,6 @@ both or neither.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import threading
@@ -37,8 +36,7 @@ from urllib.parse import unquote, urlparse
 
 import httpx
 
-from tests.support.postgres import SERVER_CONNECTIONS
-from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer
+from tests.support.server import ICELOG_BIN, REPO_ROOT, CatalogServer, store_env
 
 SCHEMA: dict[str, Any] = {
     "type": "struct",
@@ -600,12 +598,7 @@ def run_icelog(
     server: CatalogServer, *args: str, timeout: float = 120.0
 ) -> subprocess.CompletedProcess[str]:
     """An `icelog` command (e.g. `projections verify`) on `server`'s store."""
-    env = dict(os.environ)
-    env.pop("ICELOG_DATABASE_URL", None)
-    env["ICELOG_DATA_DIR"] = str(server.data_dir)
-    env.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
-    if server.database_url:
-        env["ICELOG_DATABASE_URL"] = server.database_url
+    env = store_env(server)
     env.update(server.extra_env)
     return subprocess.run(
         [str(ICELOG_BIN), *args],

@@ -163,3 +163,11 @@ def client_from(config: Mapping[str, str], **override: str) -> Any:
             retries={"max_attempts": 1},
         ),
     )
+
+
+def hide_ambient_aws_credentials(monkeypatch: Any) -> None:
+    """No AWS key, token, profile or instance metadata in this process's environment: what
+    reaches S3 is only what the test hands over."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -7,12 +7,16 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
+import uvicorn
 
 from tests.support.postgres import SERVER_CONNECTIONS
 
@@ -138,16 +142,23 @@ def start_server(
     )
 
 
+def store_env(server: CatalogServer) -> dict[str, str]:
+    """This process's environment, pointed at `server`'s store (its data directory and, on
+    PostgreSQL, its database), for another `icelog` command on it."""
+    env = dict(os.environ)
+    env.pop("ICELOG_DATABASE_URL", None)
+    env["ICELOG_DATA_DIR"] = str(server.data_dir)
+    env.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
+    if server.database_url:
+        env["ICELOG_DATABASE_URL"] = server.database_url
+    return env
+
+
 def start_icelog(
     server: CatalogServer, args: list[str], env: dict[str, str], log: Path
 ) -> subprocess.Popen[bytes]:
     """Another `icelog` process (a relay, a task worker) on `server`'s store, output to `log`."""
-    child = dict(os.environ)
-    child.pop("ICELOG_DATABASE_URL", None)
-    child["ICELOG_DATA_DIR"] = str(server.data_dir)
-    child.setdefault("ICELOG_PG_MAX_CONNECTIONS", str(SERVER_CONNECTIONS))
-    if server.database_url:
-        child["ICELOG_DATABASE_URL"] = server.database_url
+    child = store_env(server)
     child.update(env)
     with log.open("ab") as out:
         return subprocess.Popen(
@@ -157,3 +168,22 @@ def start_icelog(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+
+
+@contextmanager
+def uvicorn_in_thread(app: Any, **options: Any) -> Iterator[str]:
+    """`app` served by uvicorn (with `options`) on a free local port, in a thread of this
+    process: its base URL, until the block ends."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), **options)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

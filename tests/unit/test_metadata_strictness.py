@@ -28,7 +28,7 @@ from icelog.domain.errors import (
 from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH, type_depth
 from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
-from tests.support.nesting import nested_schema
+from tests.support.metadata_docs import first_view_version, nested_schema
 
 UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 LOC = "s3://bucket/db/t"
@@ -130,14 +130,7 @@ def new_view(schema: Any) -> ViewMetadata:
         view_uuid=UUID,
         location="s3://bucket/db/v",
         schema=schema,
-        view_version={
-            "version-id": 1,
-            "schema-id": 0,
-            "timestamp-ms": 1_000,
-            "summary": {},
-            "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
-            "default-namespace": ["db"],
-        },
+        view_version=first_view_version(),
         properties={},
         now_ms=1_000,
     )

@@ -1,4 +1,5 @@
-"""Iceberg schemas whose types nest to a given depth, for the nesting limit's tests."""
+"""Metadata pieces several suites build alike: schemas nested to a given depth (for the
+nesting limit's tests) and a first view version."""
 
 from __future__ import annotations
 
@@ -37,3 +38,15 @@ def nested_schema(kinds: Sequence[str], depth: int, *, first_id: int = 100) -> d
             }
         next_id += 2
     return {"type": "struct", "fields": [{"id": 1, "name": "x", "required": False, "type": type_}]}
+
+
+def first_view_version() -> dict[str, Any]:
+    """Version 1 of a view: `select 1` in Spark SQL, schema 0, namespace `db`."""
+    return {
+        "version-id": 1,
+        "schema-id": 0,
+        "timestamp-ms": 1_000,
+        "summary": {},
+        "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+        "default-namespace": ["db"],
+    }
