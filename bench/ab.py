@@ -32,7 +32,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import build_request, run_clients
-from run import SCHEMA, append_body, free_port, wait_healthy
+from run import SCHEMA, append_body, drop_database, free_port, wait_healthy
 
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="  # benchmark-only secrets key
@@ -97,8 +97,7 @@ class TreeServer:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=20)
-        with psycopg.connect(ADMIN, autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+        drop_database(self.db)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from loadgen import build_request, run_clients  # noqa: E402
-from run import append_body, wait_healthy  # noqa: E402
+from run import append_body, drop_database, wait_healthy  # noqa: E402
 
 from tests.support.idp import TestIdentityProvider  # noqa: E402
 
@@ -86,8 +86,7 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=20)
-        with psycopg.connect(ADMIN, autocommit=True) as c:
-            c.execute(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
+        drop_database(self.db)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

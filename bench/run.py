@@ -41,6 +41,12 @@ SCHEMA = {
 }
 
 
+def drop_database(name: str) -> None:
+    """Drop a benchmark's database, whoever is still connected to it."""
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,10 +123,7 @@ class Server:
         self.proc.terminate()
         self.proc.wait(timeout=20)
         if self.dbname:
-            with psycopg.connect(
-                "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True
-            ) as c:
-                c.execute(f'DROP DATABASE IF EXISTS "{self.dbname}" WITH (FORCE)')
+            drop_database(self.dbname)
         self.tmp.cleanup()
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pytest
 from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+from pyiceberg.types import LongType
 
 from tests.e2e.test_duckdb import attach
 from tests.support import duckdb_ext
 from tests.support.clients import rest_catalog
+from tests.support.four_columns import four_columns
 from tests.support.server import CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(300)]
@@ -100,20 +100,7 @@ def test_spark_writes_pyiceberg_and_duckdb_read(
 def test_pyiceberg_writes_spark_reads(
     spark: Any, spark_catalog: str, catalog: Any, namespace: str
 ) -> None:
-    schema = Schema(
-        NestedField(1, "id", LongType(), required=False),
-        NestedField(2, "ts", TimestampType(), required=False),
-        NestedField(3, "sku", StringType(), required=False),
-        NestedField(4, "price", DoubleType(), required=False),
-    )
-    arrow = pa.schema(
-        [
-            ("id", pa.int64()),
-            ("ts", pa.timestamp("us")),
-            ("sku", pa.string()),
-            ("price", pa.float64()),
-        ]
-    )
+    schema, arrow = four_columns("sku", "price")
     table = catalog.create_table(f"{namespace}.products", schema=schema)
     table.append(
         pa.Table.from_pylist(

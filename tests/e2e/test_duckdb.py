@@ -8,28 +8,14 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped, unused-ignore]
 import pytest
-from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
 
 from tests.support import duckdb_ext
+from tests.support.four_columns import four_columns
 from tests.support.server import CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "ts", TimestampType(), required=False),
-    NestedField(3, "name", StringType(), required=False),
-    NestedField(4, "amount", DoubleType(), required=False),
-)
-ARROW = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("ts", pa.timestamp("us")),
-        ("name", pa.string()),
-        ("amount", pa.float64()),
-    ]
-)
+SCHEMA, ARROW = four_columns("name", "amount")
 
 
 def batch(ids: range) -> pa.Table:

@@ -21,32 +21,19 @@ from pyiceberg.exceptions import (
     TableAlreadyExistsError,
 )
 from pyiceberg.partitioning import PartitionField, PartitionSpec
-from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortDirection, SortField, SortOrder
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestampType
+from pyiceberg.types import StringType
 
 from tests.support.clients import files_under, local_path, rest_catalog, wait_until
 from tests.support.fixtures import writer_holds_on_warehouse
+from tests.support.four_columns import four_columns
 from tests.support.idp import TestIdentityProvider
 from tests.support.server import ICELOG_BIN, CatalogServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
-SCHEMA = Schema(
-    NestedField(1, "id", LongType(), required=False),
-    NestedField(2, "ts", TimestampType(), required=False),
-    NestedField(3, "category", StringType(), required=False),
-    NestedField(4, "amount", DoubleType(), required=False),
-)
-ARROW_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.int64()),
-        pa.field("ts", pa.timestamp("us")),
-        pa.field("category", pa.string()),
-        pa.field("amount", pa.float64()),
-    ]
-)
+SCHEMA, ARROW_SCHEMA = four_columns("category", "amount")
 # Identity partitioning; time and bucket transforms: test_partitioned_by_day_and_bucket.
 CATEGORY_SPEC = PartitionSpec(
     PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="category")

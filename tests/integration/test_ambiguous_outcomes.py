@@ -23,7 +23,12 @@ from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.commands.group_commit import GroupCommitter
 from tests.integration.conftest import SCHEMA, Api, _api, create_table
-from tests.support.hostile import assert_log_verifies, catalog, local_path
+from tests.support.hostile import (
+    assert_log_verifies,
+    catalog,
+    local_path,
+    unchecked_s3_warehouse,
+)
 from tests.support.postgres import TEST_SECRETS_KEY
 
 
@@ -481,22 +486,7 @@ def test_a_warehouse_whose_append_landed_keeps_its_credential(
         failed = fail_appends(api, monkeypatch, after_commit=True)
         created = api.client.post(
             "/management/v1/warehouse",
-            json={
-                "warehouse-name": "lake",
-                "storage-profile": {
-                    "type": "s3",
-                    "bucket": "lake",
-                    "region": "us-east-1",
-                    "endpoint": "http://127.0.0.1:9",
-                    "flavor": "s3-compat",
-                },
-                "storage-credential": {
-                    "type": "s3",
-                    "credential-type": "access-key",
-                    "access-key-id": "k",
-                    "secret-access-key": "s",
-                },
-            },
+            json=unchecked_s3_warehouse("lake", "http://127.0.0.1:9"),
         )
         assert failed and created.status_code in (200, 201), created.text
         profile = api.client.get(

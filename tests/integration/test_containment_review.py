@@ -23,6 +23,7 @@ from tests.support.hostile import (
     local_path,
     main_ref,
     snapshot_update,
+    unchecked_s3_warehouse,
 )
 
 ROOT = "/management/v1"
@@ -266,22 +267,7 @@ def test_s3_endpoints_carry_no_credentials_query_or_fragment(db: Api) -> None:
     ):
         response = db.client.post(
             f"{ROOT}/warehouse",
-            json={
-                "warehouse-name": "w",
-                "storage-profile": {
-                    "type": "s3",
-                    "bucket": "lake",
-                    "region": "us-east-1",
-                    "endpoint": endpoint,
-                    "flavor": "s3-compat",
-                },
-                "storage-credential": {
-                    "type": "s3",
-                    "credential-type": "access-key",
-                    "access-key-id": "k",
-                    "secret-access-key": "s",
-                },
-            },
+            json=unchecked_s3_warehouse("w", endpoint),
         )
         message = assert_error(response, 400)
         assert "hunter2" not in message

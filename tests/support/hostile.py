@@ -570,6 +570,22 @@ def s3_credential(key: str, secret: str) -> dict[str, Any]:
     }
 
 
+def unchecked_s3_warehouse(name: str, endpoint: str) -> dict[str, Any]:
+    """A request for warehouse `name` on bucket `lake` at `endpoint` (no key prefix, no
+    path style) with a made-up access key: for checks that never reach the store."""
+    return {
+        "warehouse-name": name,
+        "storage-profile": {
+            "type": "s3",
+            "bucket": "lake",
+            "region": "us-east-1",
+            "endpoint": endpoint,
+            "flavor": "s3-compat",
+        },
+        "storage-credential": s3_credential("k", "s"),
+    }
+
+
 def create_s3_warehouse(
     api: Api, endpoint: str, key: str, secret: str, bucket: str, prefix: str, **extra: Any
 ) -> Any:
