@@ -36,6 +36,7 @@ import pytest
 from psycopg import sql
 
 from tests.support import postgres
+from tests.support.load import run_for
 from tests.support.server import (
     ICELOG_BIN,
     REPO_ROOT,
@@ -521,14 +522,9 @@ def test_an_events_consumer_misses_no_commit_of_either_replica(
     threads += [guarded(consumer.page) for consumer in consumers]
     threads.append(guarded(index_on_b))
     started = time.monotonic()
-    for thread in threads:
-        thread.start()
     try:
-        stop.wait(15)
+        run_for(threads, stop, 15)
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
         for client in (*writers, b_indexer.client):
             client.close()
     assert not errors, errors

@@ -10,7 +10,7 @@ from icelog.domain.context import RequestContext
 from icelog.domain.errors import AlreadyExistsError, CommitFailedError
 from icelog.domain.identifiers import NamespaceName, TabularName
 from tests.integration.conftest import SCHEMA, Api, create_table
-from tests.integration.test_tables_api import snapshot
+from tests.integration.test_tables_api import append_change
 from tests.support.commands import create_plain_table
 
 CTX = RequestContext("tester", "r")
@@ -76,20 +76,8 @@ def test_appenders_with_client_retry_lose_no_snapshot(api: Api) -> None:
                 seq = md["last-sequence-number"] + 1
                 try:
                     catalog.commit_table(
-                        CTX,
-                        wid,
-                        name,
-                        [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
-                        [
-                            {"action": "add-snapshot", "snapshot": snapshot(snap_id, seq, parent)},
-                            {
-                                "action": "set-snapshot-ref",
-                                "ref-name": "main",
-                                "type": "branch",
-                                "snapshot-id": snap_id,
-                            },
-                        ],
-                    )
+                        CTX, wid, name, *append_change(snap_id, seq, parent)
+                    )  # fmt: skip
                     break
                 except CommitFailedError:
                     conflicts[0] += 1

@@ -25,6 +25,7 @@ from icelog.projections.iceberg_events import (
 )
 from icelog.projections.sql import write_transaction
 from tests.integration.conftest import Api
+from tests.support.load import run_for
 
 pytestmark = pytest.mark.attack
 
@@ -142,14 +143,7 @@ def test_a_consumer_following_tokens_misses_nothing_under_concurrent_indexers(
     threads = [threading.Thread(target=guarded(lambda n=n: writer(n))) for n in range(4)]
     threads.append(threading.Thread(target=guarded(indexing)))
     threads += [threading.Thread(target=guarded(lambda c=c: consumer(*c))) for c in consumers]
-    for t in threads:
-        t.start()
-    try:
-        stop.wait(12)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
+    run_for(threads, stop, 12)
     assert not errors, errors
     indexer: Indexer = api.client.app.state.indexer  # type: ignore[attr-defined]
     indexer.catch_up()

@@ -13,16 +13,12 @@ from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.project import Project
 from icelog.projections import maintenance
 from tests.integration.conftest import Api, create_table
+from tests.support.commands import stale_project
 
 
 def test_a_conflicting_save_in_a_batch_fails_alone(api: Api) -> None:
     app = api.services.catalog
-    pid = uuid4()
-    app.save_all(Project.create(project_id=pid, name="p", actor="t", request_id="r"))
-    stale: Project = app.repository.get(pid)
-    fresh: Project = app.repository.get(pid)
-    fresh.rename("fresh", actor="t", request_id="r")
-    app.save_all(fresh)  # now `stale` is one version behind
+    pid, stale = stale_project(app, "fresh")  # `stale` is one version behind
     stale.rename("stale", actor="t", request_id="r")
     other = Project.create(project_id=uuid4(), name="other", actor="t", request_id="r")
     items = [

@@ -25,6 +25,7 @@ from icelog.api.observability import ObservabilityMiddleware
 from icelog.domain.project import Project
 from icelog.projections.audit_chain import AuditChain
 from tests.integration.conftest import Api, create_table
+from tests.support.commands import stale_project
 
 LOAD_TABLE = "/catalog/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 COMMIT_TABLE = LOAD_TABLE
@@ -117,12 +118,7 @@ def test_a_server_side_retry_counts_as_a_retried_conflict(api: Api) -> None:
     """A save on a stale aggregate loses to the writer before it; `retrying` reloads and
     lands the second attempt. The hook counts the lost attempt."""
     app = api.services.catalog
-    pid = uuid4()
-    app.save_all(Project.create(project_id=pid, name="p", actor="t", request_id="r"))
-    stale: Project = app.repository.get(pid)
-    fresh: Project = app.repository.get(pid)
-    fresh.rename("first", actor="t", request_id="r")
-    app.save_all(fresh)
+    pid, stale = stale_project(app, "first")
     attempts: list[int] = []
 
     def attempt() -> None:

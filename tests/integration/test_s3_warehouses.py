@@ -19,6 +19,7 @@ from icelog.api.services import Services
 from icelog.commands.management import CREDENTIAL_GRACE_S
 from tests.integration.conftest import SCHEMA, Api, replica_settings
 from tests.integration.test_namespaces_api import error_of
+from tests.support.hostile import s3_credential, s3_profile
 from tests.support.moto_server import admin_user, client, enforce_auth, moto_s3, relax_auth
 
 ROOT = "/management/v1"
@@ -51,25 +52,10 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
 
 
 def profile(s3: S3, bucket: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "type": "s3",
-        "bucket": bucket,
-        "key-prefix": "wh",
-        "region": "us-east-1",
-        "endpoint": s3.endpoint,
-        "path-style-access": True,
-        "flavor": "s3-compat",
-        **extra,
-    }
+    return s3_profile(s3.endpoint, bucket, "wh", **extra)
 
 
-def credential(key: str, secret: str) -> dict[str, Any]:
-    return {
-        "type": "s3",
-        "credential-type": "access-key",
-        "access-key-id": key,
-        "secret-access-key": secret,
-    }
+credential = s3_credential
 
 
 def message_of(response: Any) -> str:

@@ -32,11 +32,11 @@ def snapshot(
     return snap
 
 
-def append(api: Api, ns: str, name: str, snapshot_id: int, seq: int, parent: int | None) -> Any:
-    return commit(
-        api,
-        ns,
-        name,
+def append_change(
+    snapshot_id: int, seq: int, parent: int | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The requirements and updates of an append to `main`, whose head must be `parent`."""
+    return (
         [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
         [
             {"action": "add-snapshot", "snapshot": snapshot(snapshot_id, seq, parent)},
@@ -48,6 +48,10 @@ def append(api: Api, ns: str, name: str, snapshot_id: int, seq: int, parent: int
             },
         ],
     )
+
+
+def append(api: Api, ns: str, name: str, snapshot_id: int, seq: int, parent: int | None) -> Any:
+    return commit(api, ns, name, *append_change(snapshot_id, seq, parent))
 
 
 def test_create_assigns_fresh_ids_and_writes_first_file(api: Api) -> None:

@@ -4,12 +4,13 @@ tables or many events quickly."""
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from icelog.api.services import Services
 from icelog.commands.catalog import Catalog
 from icelog.domain.context import RequestContext
 from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.project import Project
 
 ONE_COLUMN = {
     "type": "struct",
@@ -51,3 +52,15 @@ def bench_tables(services: Services, count: int) -> tuple[RequestContext, UUID, 
     for name in names:
         create_plain_table(services.catalog, ctx, wid, name, ONE_COLUMN)
     return ctx, wid, names
+
+
+def stale_project(app: Catalog, fresh_name: str) -> tuple[UUID, Project]:
+    """A project saved, then renamed to `fresh_name` through a copy of its own: its id and
+    a copy loaded before that rename, one version behind."""
+    pid = uuid4()
+    app.save_all(Project.create(project_id=pid, name="p", actor="t", request_id="r"))
+    stale: Project = app.repository.get(pid)
+    fresh: Project = app.repository.get(pid)
+    fresh.rename(fresh_name, actor="t", request_id="r")
+    app.save_all(fresh)
+    return pid, stale

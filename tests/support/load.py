@@ -638,3 +638,16 @@ def summary(ledger: Ledger, seconds: float) -> str:
         f"{ledger.acknowledged()} commits acknowledged, {ledger.conflicts} 409s retried; "
         f"statuses {dict(sorted(ledger.statuses.items()))}"
     )
+
+
+def run_for(threads: Sequence[threading.Thread], stop: threading.Event, seconds: float) -> None:
+    """Start `threads` and let them run for `seconds` (less if one sets `stop`); then set
+    `stop` and join each (30 s at the most)."""
+    for thread in threads:
+        thread.start()
+    try:
+        stop.wait(seconds)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
