@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -188,12 +189,7 @@ def test_browse_to_a_table_spark_wrote(page: Page, server: CatalogServer, spark:
         " (3, TIMESTAMP '2024-01-03 12:00:00', named_struct('name', 'cy', 'tier', 1), 20.0, 2.5)"
     )
 
-    page.goto("/ui/projects")
-    page.get_by_role("link", name="default", exact=True).click()
-    page.get_by_role("link", name="default", exact=True).click()
-    page.locator("ul.tree").get_by_role("link", name="lake").click()
-    page.get_by_role("link", name="trips", exact=True).click()
-    expect(page.locator("h1")).to_have_text("Table lake.trips")
+    _click_to_table(page, "lake", "trips")
     schema = page.locator("[data-schema]")
     for column in ("id", "ts", "rider", "name", "tier", "fare", "tip"):
         expect(schema.get_by_text(column, exact=True)).to_be_visible()
@@ -573,19 +569,25 @@ def test_namespace_and_warehouse_history_say_what_changed(
 
     page.goto(f"/ui/warehouses/{wid}/namespace?ns=ops")
     history = page.locator("[data-history]")
-    expect(history).to_contain_text("+ property owner = finance")
-    expect(history).to_contain_text("- property owner (was finance)")
-    expect(history).to_contain_text("~ property tier: gold → silver")
-    expect(history).to_contain_text("+ table ops.jobs")
-    expect(history).to_contain_text("- table ops.jobs")
-    expect(history).to_contain_text("+ namespace ops.daily")
+    for change in (
+        "+ property owner = finance",
+        "- property owner (was finance)",
+        "~ property tier: gold → silver",
+        "+ table ops.jobs",
+        "- table ops.jobs",
+        "+ namespace ops.daily",
+    ):
+        expect(history).to_contain_text(change)
     shoot(page, shots, "namespace")
     page.goto(f"/ui/warehouses/{wid}")
     history = page.locator("[data-history]")
-    expect(history).to_contain_text("~ name: hist → hist2")
-    expect(history).to_contain_text("~ delete profile: hard → soft (600 s)")
-    expect(history).to_contain_text("+ namespace ops")
-    expect(history).to_contain_text("+ storage base-location = file://")
+    for change in (
+        "~ name: hist → hist2",
+        "~ delete profile: hard → soft (600 s)",
+        "+ namespace ops",
+        "+ storage base-location = file://",
+    ):
+        expect(history).to_contain_text(change)
 
 
 def test_errors_read_as_the_api_says_them(page: Page, sales: dict[str, Any]) -> None:
@@ -647,17 +649,24 @@ def secured(catalog_server_factory: ServerFactory, idp: TestIdentityProvider) ->
     return server
 
 
-def _login_page(browser: Browser, server: CatalogServer) -> Page:
+@contextmanager
+def _login_page(
+    browser: Browser, server: CatalogServer, idp: TestIdentityProvider, subject: str, expires: int
+) -> Iterator[Page]:
+    """A fresh browser page on `server`, whose identity provider logs in `subject` with
+    tokens good for `expires` seconds; its context closes after."""
+    idp.login_subject, idp.login_expires_in = subject, expires
     context = browser.new_context(viewport=WIDE, base_url=server.base)
-    return context.new_page()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def test_log_in_with_the_identity_provider(
     browser: Browser, secured: CatalogServer, idp: TestIdentityProvider, shots: Path | None
 ) -> None:
-    idp.login_subject, idp.login_expires_in = "oidc-alice", 3600
-    page = _login_page(browser, secured)
-    try:
+    with _login_page(browser, secured, idp, "oidc-alice", 3600) as page:
         page.goto("/ui/projects")
         expect(page.locator("[data-reason]")).to_have_text("Log in to use the console.")
         shoot(page, shots, "login")
@@ -672,16 +681,12 @@ def test_log_in_with_the_identity_provider(
         expect(page.locator("[data-reason]")).to_have_text("You logged out.")
         page.goto("/ui/projects")
         expect(page.locator("[data-reason]")).to_have_text("Log in to use the console.")
-    finally:
-        page.context.close()
 
 
 def test_an_expired_session_asks_to_log_in_again(
     browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
 ) -> None:
-    idp.login_subject, idp.login_expires_in = "oidc-alice", 2
-    page = _login_page(browser, secured)
-    try:
+    with _login_page(browser, secured, idp, "oidc-alice", 2) as page:
         page.goto("/ui/events")
         page.locator("[data-login-button]").click()
         expect(page.locator("h1")).to_have_text("The event log")
@@ -692,16 +697,12 @@ def test_an_expired_session_asks_to_log_in_again(
         expect(page.locator("h1")).to_have_text("Log in")  # never "no projects"
         page.locator("[data-login-button]").click()
         expect(page.locator("h1")).to_have_text("The event log")  # back where it was
-    finally:
-        page.context.close()
 
 
 def test_a_user_sees_only_what_the_api_shows_them(
     browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
 ) -> None:
-    idp.login_subject, idp.login_expires_in = "oidc-bob", 3600
-    page = _login_page(browser, secured)
-    try:
+    with _login_page(browser, secured, idp, "oidc-bob", 3600) as page:
         page.goto("/ui/projects")
         page.locator("[data-login-button]").click()
         expect(page.locator("header .who")).to_contain_text("Alice Example")  # login claims
@@ -718,8 +719,6 @@ def test_a_user_sees_only_what_the_api_shows_them(
         response = page.goto(f"/ui/warehouses/{listed[0]['id']}")
         assert response is not None and response.status == 404
         expect(page.locator(".error")).to_contain_text("NoSuchWarehouseException")
-    finally:
-        page.context.close()
 
 
 def test_a_namespace_grant_finds_its_way_from_the_start_page(
@@ -747,8 +746,7 @@ def test_a_namespace_grant_finds_its_way_from_the_start_page(
         json={"writes": [{"type": "select", "user": "oidc~oidc-nina"}]},
         headers=headers,
     ).raise_for_status()
-    page = _log_in(browser, secured, idp, "nina")
-    try:
+    with _log_in(browser, secured, idp, "nina") as page:
         page.get_by_role("link", name="default", exact=True).click()
         expect(page.locator("h1")).to_have_text("Project default")
         page.get_by_role("link", name="default", exact=True).click()
@@ -764,20 +762,20 @@ def test_a_namespace_grant_finds_its_way_from_the_start_page(
         response = page.goto(f"/ui/warehouses/{wid}/namespace?ns=nav_hr")
         assert response is not None and response.status == 404
         expect(page.locator(".error")).to_contain_text("NoSuchNamespaceException")
-    finally:
-        page.context.close()
 
 
-def _log_in(browser: Browser, server: CatalogServer, idp: TestIdentityProvider, who: str) -> Page:
+@contextmanager
+def _log_in(
+    browser: Browser, server: CatalogServer, idp: TestIdentityProvider, who: str
+) -> Iterator[Page]:
     """A browser logged in to the console as `who` (`oidc-<who>` at the test provider)."""
-    idp.login_subject, idp.login_expires_in = f"oidc-{who}", 3600
     idp.login_claims = {"name": f"{who.capitalize()} Example", "email": f"{who}@example.com"}
-    page = _login_page(browser, server)
-    page.on("dialog", lambda dialog: dialog.accept())
-    page.goto("/ui/projects")
-    page.locator("[data-login-button]").click()
-    expect(page.locator("header .who")).to_contain_text(f"{who.capitalize()} Example")
-    return page
+    with _login_page(browser, server, idp, f"oidc-{who}", 3600) as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto("/ui/projects")
+        page.locator("[data-login-button]").click()
+        expect(page.locator("header .who")).to_contain_text(f"{who.capitalize()} Example")
+        yield page
 
 
 def test_grant_a_user_select_on_a_table_and_see_their_access(
@@ -788,8 +786,7 @@ def test_grant_a_user_select_on_a_table_and_see_their_access(
     catalog.create_namespace_if_not_exists("shop")
     catalog.create_table("shop.orders", Schema(NestedField(1, "id", LongType())))
     catalog.create_table("shop.secret", Schema(NestedField(1, "id", LongType())))
-    page = _log_in(browser, secured, idp, "alice")
-    try:
+    with _log_in(browser, secured, idp, "alice") as page:
         # The admin records Carol before her first login, on the users page.
         page.get_by_role("link", name="Users", exact=True).click()
         expect(page.locator("h1")).to_have_text("Users")
@@ -806,21 +803,13 @@ def test_grant_a_user_select_on_a_table_and_see_their_access(
         shoot(page, shots, "users")
 
         # The table's page: the admin's own access, then its assignments.
-        page.goto("/ui/projects")
-        page.get_by_role("link", name="default", exact=True).click()
-        page.get_by_role("link", name="default", exact=True).click()
-        page.locator("ul.tree").get_by_role("link", name="shop").click()
-        page.get_by_role("link", name="orders", exact=True).click()
-        expect(page.locator("h1")).to_have_text("Table shop.orders")
+        _click_to_table(page, "shop", "orders")
         mine = page.locator("[data-my-access]")
         expect(mine).to_contain_text("read_data")
         expect(mine).to_contain_text("grant_select")
         mine.locator("[data-assignments-link]").click()
         expect(page.locator("h1")).to_have_text("Access to table shop.orders")
-        grant = page.locator("[data-grant-form]")
-        grant.locator("select[name=relation]").select_option("select")
-        grant.locator("select[name=principal]").select_option("user:oidc~oidc-carol")
-        grant.get_by_role("button", name="Grant").click()
+        _grant_with_the_form(page, "select", "user:oidc~oidc-carol")
         expect(page.locator(".banner.ok")).to_have_text("Granted select to oidc~oidc-carol")
         held = page.locator("[data-assignments] tbody tr", has_text="Carol Example")
         expect(held).to_contain_text("select")
@@ -831,11 +820,8 @@ def test_grant_a_user_select_on_a_table_and_see_their_access(
         expect(their).to_contain_text("read_data")
         expect(their).not_to_contain_text("drop")
         shoot(page, shots, "access")
-    finally:
-        page.context.close()
 
-    page = _log_in(browser, secured, idp, "carol")
-    try:
+    with _log_in(browser, secured, idp, "carol") as page:
         wid = _warehouse_id(secured, admin)
         page.goto(f"/ui/warehouses/{wid}/namespace?ns=shop")
         expect(page.locator("h1")).to_have_text("Namespace shop")
@@ -869,8 +855,6 @@ def test_grant_a_user_select_on_a_table_and_see_their_access(
         expect(page.locator(".error").first).to_contain_text("ForbiddenException")
         expect(page.locator("[data-users] tbody tr")).to_have_count(0)
         expect(page.locator("main")).not_to_contain_text("Alice Example")
-    finally:
-        page.context.close()
 
 
 def test_roles_and_their_members(
@@ -882,8 +866,7 @@ def test_roles_and_their_members(
         json={"id": "oidc~oidc-dave", "name": "Dave Example"},
         headers={"Authorization": f"Bearer {admin}"},
     ).raise_for_status()
-    page = _log_in(browser, secured, idp, "alice")
-    try:
+    with _log_in(browser, secured, idp, "alice") as page:
         page.goto("/ui/projects/00000000-0000-0000-0000-000000000000")
         page.get_by_role("link", name="Roles", exact=True).click()
         expect(page.locator("h1")).to_have_text("Roles of default")
@@ -894,10 +877,7 @@ def test_roles_and_their_members(
         expect(page.locator("h1")).to_have_text("Role analysts")
         # The creator owns it; make Dave a member.
         expect(page.locator("[data-assignments]")).to_contain_text("ownership")
-        grant = page.locator("[data-grant-form]")
-        grant.locator("select[name=relation]").select_option("assignee")
-        grant.locator("select[name=principal]").select_option("user:oidc~oidc-dave")
-        grant.get_by_role("button", name="Grant").click()
+        _grant_with_the_form(page, "assignee", "user:oidc~oidc-dave")
         expect(page.locator(".banner.ok")).to_have_text("Granted assignee to oidc~oidc-dave")
         member = page.locator("[data-assignments] tbody tr", has_text="Dave Example")
         expect(member).to_contain_text("assignee")
@@ -913,10 +893,7 @@ def test_roles_and_their_members(
         page.get_by_role("link", name="default", exact=True).click()
         page.locator("[data-assignments-link]").click()
         expect(page.locator("h1")).to_have_text("Access to warehouse default")
-        grant = page.locator("[data-grant-form]")
-        grant.locator("select[name=relation]").select_option("describe")
-        grant.locator("select[name=principal]").select_option(label="sales-analysts")
-        grant.get_by_role("button", name="Grant").click()
+        _grant_with_the_form(page, "describe", label="sales-analysts")
         row = page.locator("[data-assignments] tbody tr", has_text="sales-analysts")
         expect(row).to_contain_text("describe")
         # Revoke it again, and remove Dave from the role.
@@ -936,8 +913,21 @@ def test_roles_and_their_members(
         expect(page.locator(".banner.ok")).to_have_text("Role sales-analysts deleted")
         expect(page.locator("h1")).to_have_text("Roles of default")
         expect(page.locator("[data-roles]")).not_to_contain_text("sales-analysts")
-    finally:
-        page.context.close()
+
+
+def _grant_with_the_form(
+    page: Page, relation: str, option: str | None = None, *, label: str | None = None
+) -> None:
+    """Grant `relation` with the page's grant form to the principal whose option is
+    `option` (a value or a label) or, given `label`, the option so labelled."""
+    grant = page.locator("[data-grant-form]")
+    grant.locator("select[name=relation]").select_option(relation)
+    principal = grant.locator("select[name=principal]")
+    if label is not None:
+        principal.select_option(label=label)
+    else:
+        principal.select_option(option)
+    grant.get_by_role("button", name="Grant").click()
 
 
 def _warehouse_id(server: CatalogServer, token: str) -> str:
@@ -958,6 +948,16 @@ def test_assets_are_in_the_package() -> None:
     layout = (folder / "templates" / "layout.html").read_text()
     assert not re.search(r"(src|href)=\"https?://", layout)
     assert shutil.which("chromium") or Path(CHROMIUM).exists()
+
+
+def _click_to_table(page: Page, namespace: str, name: str) -> None:
+    """From the projects to table `namespace.name` of the default warehouse, by links."""
+    page.goto("/ui/projects")
+    page.get_by_role("link", name="default", exact=True).click()
+    page.get_by_role("link", name="default", exact=True).click()
+    page.locator("ul.tree").get_by_role("link", name=namespace).click()
+    page.get_by_role("link", name=name, exact=True).click()
+    expect(page.locator("h1")).to_have_text(f"Table {namespace}.{name}")
 
 
 def _table_url(page: Page, namespace: str, name: str) -> str:
