@@ -14,6 +14,15 @@ from tests.support.warehouses import create_warehouse, deleted_tabulars, undrop
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 
 
+def _namespace_db(server: CatalogServer, delete_profile: dict[str, Any]) -> tuple[Any, str]:
+    """A new warehouse with `delete_profile` and its namespace `db`: a PyIceberg catalog on
+    it, and the warehouse's id."""
+    name, wid = create_warehouse(server, delete_profile)
+    catalog = rest_catalog(server, warehouse=name)
+    catalog.create_namespace("db")
+    return catalog, wid
+
+
 def _table_with_data(catalog: Any, identifier: str) -> Any:
     table = catalog.create_table(identifier, schema=SCHEMA)
     table.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, schema=SCHEMA))
@@ -22,9 +31,7 @@ def _table_with_data(catalog: Any, identifier: str) -> Any:
 
 
 def test_soft_profile_drop_and_purge_then_undrop(catalog_server: CatalogServer) -> None:
-    name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 3600})
-    catalog = rest_catalog(catalog_server, warehouse=name)
-    catalog.create_namespace("db")
+    catalog, wid = _namespace_db(catalog_server, {"type": "soft", "expiration-seconds": 3600})
     dropped = _table_with_data(catalog, "db.dropped")
     purged = _table_with_data(catalog, "db.purged")
     dropped_files, purged_files = files_under(dropped.location()), files_under(purged.location())
@@ -45,9 +52,7 @@ def test_soft_profile_drop_and_purge_then_undrop(catalog_server: CatalogServer) 
 def test_soft_profile_one_second_expiry_removes_files_and_entry(
     catalog_server: CatalogServer,
 ) -> None:
-    name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 1})
-    catalog = rest_catalog(catalog_server, warehouse=name)
-    catalog.create_namespace("db")
+    catalog, wid = _namespace_db(catalog_server, {"type": "soft", "expiration-seconds": 1})
     table = _table_with_data(catalog, "db.short_lived")
     files = files_under(table.location())
     assert any(p.suffix == ".parquet" for p in files)
@@ -63,9 +68,7 @@ def test_soft_profile_one_second_expiry_removes_files_and_entry(
 def test_hard_profile_purge_deletes_files_and_drop_keeps_them(
     catalog_server: CatalogServer,
 ) -> None:
-    name, wid = create_warehouse(catalog_server, {"type": "hard"})
-    catalog = rest_catalog(catalog_server, warehouse=name)
-    catalog.create_namespace("db")
+    catalog, wid = _namespace_db(catalog_server, {"type": "hard"})
     kept = _table_with_data(catalog, "db.kept")
     gone = _table_with_data(catalog, "db.gone")
     kept_files, gone_files = files_under(kept.location()), files_under(gone.location())

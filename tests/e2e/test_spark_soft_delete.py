@@ -17,12 +17,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(300)]
 COLUMNS = "id BIGINT, ts TIMESTAMP, category STRING, amount DOUBLE"
 
 
-def test_drop_list_undrop_and_read_again(spark: Any, catalog_server: CatalogServer) -> None:
-    name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 3600})
+def _soft_warehouse_with_db(spark: Any, server: CatalogServer) -> tuple[str, str]:
+    """A new soft-deleting warehouse (an hour to expiry) with namespace `db`: its Spark
+    catalog's name and the warehouse's id."""
+    name, wid = create_warehouse(server, {"type": "soft", "expiration-seconds": 3600})
     cat = register_rest_catalog(
-        spark, f"soft_{name}", catalog_server.uri, warehouse=name, token=catalog_server.token
+        spark, f"soft_{name}", server.uri, warehouse=name, token=server.token
     )
     spark.sql(f"CREATE NAMESPACE {cat}.db")
+    return cat, wid
+
+
+def test_drop_list_undrop_and_read_again(spark: Any, catalog_server: CatalogServer) -> None:
+    cat, wid = _soft_warehouse_with_db(spark, catalog_server)
     table = f"{cat}.db.orders"
     spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING iceberg PARTITIONED BY (days(ts))")
     spark.sql(f"INSERT INTO {table} VALUES {SEED}")
@@ -51,11 +58,7 @@ def test_drop_list_undrop_and_read_again(spark: Any, catalog_server: CatalogServ
 def test_drop_purge_in_a_soft_warehouse(spark: Any, catalog_server: CatalogServer) -> None:
     """Spark's DROP TABLE ... PURGE drops without purge over REST, then deletes the files
     itself: the catalog keeps the entry soft-deleted, but undrop can no longer restore it."""
-    name, wid = create_warehouse(catalog_server, {"type": "soft", "expiration-seconds": 3600})
-    cat = register_rest_catalog(
-        spark, f"soft_{name}", catalog_server.uri, warehouse=name, token=catalog_server.token
-    )
-    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    cat, wid = _soft_warehouse_with_db(spark, catalog_server)
     table = f"{cat}.db.events"
     spark.sql(f"CREATE TABLE {table} ({COLUMNS}) USING iceberg")
     spark.sql(f"INSERT INTO {table} VALUES {SEED}")

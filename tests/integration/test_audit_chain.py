@@ -25,6 +25,14 @@ def some_history(api: Api) -> None:
             assert response.status_code == 200
 
 
+def chained_history(api: Api) -> AuditChain:
+    """Some history, every event of it chained: the chain."""
+    some_history(api)
+    chain = AuditChain(api.services.catalog.recorder)
+    chain.extend()
+    return chain
+
+
 def stored(api: Api, position: int) -> Any:
     [notification] = api.services.catalog.recorder.select_notifications(start=position, limit=1)
     return notification
@@ -78,9 +86,7 @@ def test_an_untouched_log_verifies_and_the_head_is_recorded_as_an_event(api: Api
 
 
 def test_one_flipped_byte_is_found_at_its_position(api: Api) -> None:
-    some_history(api)
-    chain = AuditChain(api.services.catalog.recorder)
-    chain.extend()
+    chain = chained_history(api)
     target = api.position() // 2
     flip_one_byte(api, target)
     verdict = chain.verify()
@@ -89,9 +95,7 @@ def test_one_flipped_byte_is_found_at_its_position(api: Api) -> None:
 
 
 def test_a_deleted_event_is_found(api: Api) -> None:
-    some_history(api)
-    chain = AuditChain(api.services.catalog.recorder)
-    chain.extend()
+    chain = chained_history(api)
     target = api.position() - 3
     execute(api, f"DELETE FROM {{table}} WHERE {where_position(api)}", (target,))
     verdict = chain.verify()
@@ -100,9 +104,7 @@ def test_a_deleted_event_is_found(api: Api) -> None:
 
 
 def test_events_after_the_head_are_not_judged_until_chained(api: Api) -> None:
-    some_history(api)
-    chain = AuditChain(api.services.catalog.recorder)
-    chain.extend()
+    chain = chained_history(api)
     head = chain.head()
     create_table(api, "db", "late")
     assert chain.verify().broken_at is None
@@ -152,9 +154,7 @@ def test_cli_verify_exit_codes_and_a_recomputed_chain_is_caught_by_a_held_head(
 
 
 def test_jsonl_export_verifies_offline_and_a_changed_line_does_not(api: Api, tmp_path: Any) -> None:
-    some_history(api)
-    chain = AuditChain(api.services.catalog.recorder)
-    chain.extend()
+    chain = chained_history(api)
     head_position, head_link = chain.head()
     script = Path(__file__).resolve().parents[2] / "scripts" / "verify_export.py"
     verifier = [sys.executable, str(script)]

@@ -94,13 +94,18 @@ def send(
     return httpx.request(method, send_to or response["uri"], headers=headers, content=content)
 
 
-def test_moto_rejects_unknown_keys_once_auth_is_on(moto: tuple[str, S3Access]) -> None:
+def _refused(moto: tuple[str, S3Access], path: str, error: str, **forged: Any) -> None:
+    """A GET of `path` in the bucket, signed with the access but for `forged`, is refused
+    by moto (403) with S3 error `error`."""
     endpoint, access = moto
-    # Sanity check that the server under test really verifies requests.
-    stranger = replace(access, access_key_id="AKIDUNKNOWN0000000")
-    response = send(stranger, "GET", f"{endpoint}/{BUCKET}/wh/t1/x")
+    response = send(replace(access, **forged), "GET", f"{endpoint}/{BUCKET}{path}")
     assert response.status_code == 403
-    assert "InvalidAccessKeyId" in response.text
+    assert error in response.text
+
+
+def test_moto_rejects_unknown_keys_once_auth_is_on(moto: tuple[str, S3Access]) -> None:
+    # Sanity check that the server under test really verifies requests.
+    _refused(moto, "/wh/t1/x", "InvalidAccessKeyId", access_key_id="AKIDUNKNOWN0000000")
 
 
 def test_signed_put_and_get_round_trip(moto: tuple[str, S3Access]) -> None:
@@ -159,11 +164,8 @@ def test_a_signature_only_fits_its_own_request(moto: tuple[str, S3Access]) -> No
 
 
 def test_a_made_up_secret_is_rejected(moto: tuple[str, S3Access]) -> None:
-    endpoint, access = moto
-    forged = replace(access, secret_access_key="not-the-secret")
-    response = send(forged, "GET", f"{endpoint}/{BUCKET}/wh/t1/data/signed-for-this.bin")
-    assert response.status_code == 403
-    assert "SignatureDoesNotMatch" in response.text
+    path = "/wh/t1/data/signed-for-this.bin"
+    _refused(moto, path, "SignatureDoesNotMatch", secret_access_key="not-the-secret")
 
 
 def test_bulk_delete_with_a_pinned_body(moto: tuple[str, S3Access]) -> None:

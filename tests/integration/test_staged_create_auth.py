@@ -51,6 +51,14 @@ def _grant(alice: Caller, namespace_id: str, relation: str, who: Caller) -> None
     )
 
 
+def _granted(authed: Authed, place: tuple[str, Caller, str], subject: str, relation: str) -> Caller:
+    """User `subject`, granted `relation` on namespace `sales` by alice."""
+    _, alice, namespace_id = place
+    who = Caller(authed, subject)
+    _grant(alice, namespace_id, relation, who)
+    return who
+
+
 def _stage(caller: Caller, prefix: str, name: str) -> Any:
     return caller(
         "POST",
@@ -96,9 +104,8 @@ def test_the_admin_commits_a_staged_create(authed: Authed, place: tuple[str, Cal
 def test_create_on_the_namespace_is_enough_and_the_maker_owns_the_table(
     authed: Authed, place: tuple[str, Caller, str]
 ) -> None:
-    prefix, alice, namespace_id = place
-    bob = Caller(authed, "bob", "Bob")
-    _grant(alice, namespace_id, "create", bob)
+    prefix, alice, _ = place
+    bob = _granted(authed, place, "bob", "create")
     # Bob's engine configures itself, stages, commits, then writes to what he made.
     config = bob.ok("GET", f"{CATALOG}/config", params={"warehouse": "default"})
     assert config["overrides"]["prefix"] == prefix
@@ -154,9 +161,8 @@ def test_a_transaction_that_creates_needs_create_not_a_table(
 def test_read_on_the_namespace_cannot_stage_or_commit_a_create(
     authed: Authed, place: tuple[str, Caller, str]
 ) -> None:
-    prefix, alice, namespace_id = place
-    carol = Caller(authed, "carol", "Carol")
-    _grant(alice, namespace_id, "select", carol)
+    prefix, alice, _ = place
+    carol = _granted(authed, place, "carol", "select")
     refused = _stage(carol, prefix, "carols")
     assert refused.status_code == 403, refused.text
     # Skipping the stage: the commit alone would make the table.
@@ -223,9 +229,8 @@ def test_a_create_decision_is_not_reused_for_a_plain_commit(
 ) -> None:
     """Bob may create in `sales` but holds no `modify` on alice's `orders`: having been
     allowed a create commit on that path must not let a plain commit through."""
-    prefix, alice, namespace_id = place
-    bob = Caller(authed, "bob", "Bob")
-    _grant(alice, namespace_id, "create", bob)
+    prefix, alice, _ = place
+    bob = _granted(authed, place, "bob", "create")
     staged = _staged_by_admin(alice, prefix, "orders_shadow")
     assert _commit_create(bob, prefix, "orders", staged).status_code == 409
     plain = bob(
