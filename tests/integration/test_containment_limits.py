@@ -36,6 +36,7 @@ from tests.support.hostile import (
     local_path,
     view_body,
 )
+from tests.support.in_process import default_prefix, with_table_t
 
 SECRET_DETAIL = "/etc/shadow token=hunter2"  # in an internal error: never in an answer
 
@@ -471,7 +472,7 @@ def timed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
         hostile.assert_log_verifies(services)
 
 
-_prefix = hostile.default_prefix
+_prefix = default_prefix
 
 
 def _slow(original: Callable[..., Any], seconds: float) -> Callable[..., Any]:
@@ -513,10 +514,8 @@ def test_a_commit_retried_on_conflicts_stops_at_its_timeout_and_never_appends(
 ) -> None:
     catalog = timed.catalog
     with serving(timed) as client:
-        base = f"/catalog/v1/{_prefix(client)}/namespaces"
-        client.post(base, json={"namespace": ["busy"]}).raise_for_status()
-        created = client.post(f"{base}/busy/tables", json={"name": "t", "schema": SCHEMA})
-        created.raise_for_status()
+        catalog_path, created = with_table_t(client, "busy")
+        base = f"{catalog_path}/namespaces"
         directory = local_path(created.json()["metadata-location"]).parent
         files = sorted(directory.iterdir())
         head = catalog.recorder.max_notification_id()

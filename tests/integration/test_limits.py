@@ -21,7 +21,8 @@ from icelog.api.services import Services
 from icelog.api.settings import Settings, SettingsError
 from tests.integration.conftest import SCHEMA, Api
 from tests.integration.test_observability import requests_total, sample
-from tests.support.hostile import default_prefix, services_on
+from tests.support.hostile import services_on
+from tests.support.in_process import default_prefix, with_table_t
 from tests.support.server import free_port
 
 MIB = 1024 * 1024
@@ -122,9 +123,8 @@ def test_a_slow_commit_is_answered_504_and_still_lands(
 ) -> None:
     catalog = limited.catalog
     with serving(limited) as client:
-        base = f"/catalog/v1/{_prefix(client)}/namespaces"
-        client.post(base, json={"namespace": ["slow"]}).raise_for_status()
-        client.post(f"{base}/slow/tables", json={"name": "t", "schema": SCHEMA}).raise_for_status()
+        catalog_path, _ = with_table_t(client, "slow")
+        base = f"{catalog_path}/namespaces"
         save_all = catalog.save_all
 
         def stuck_save(*aggregates: Any, **kwargs: Any) -> int:

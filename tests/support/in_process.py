@@ -33,11 +33,20 @@ def default_prefix(client: Any) -> str:
     return str(found.json()["overrides"]["prefix"])
 
 
+def with_table_t(client: Any, namespace: str) -> tuple[str, Any]:
+    """Namespace `namespace` and its one-column table `t` in the default warehouse, made
+    through `client`: the warehouse's catalog path and the create's answer."""
+    base = f"/catalog/v1/{default_prefix(client)}"
+    made = client.post(f"{base}/namespaces", json={"namespace": [namespace]})
+    assert made.status_code == 200, made.text
+    created = client.post(
+        f"{base}/namespaces/{namespace}/tables", json={"name": "t", "schema": SCHEMA}
+    )
+    assert created.status_code == 200, created.text
+    return base, created
+
+
 def with_table_db_t(client: Any) -> str:
     """Namespace `db` and its one-column table `t` in the default warehouse, made through
     `client`: the warehouse's catalog path."""
-    base = f"/catalog/v1/{default_prefix(client)}"
-    assert client.post(f"{base}/namespaces", json={"namespace": ["db"]}).status_code == 200
-    made = client.post(f"{base}/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
-    assert made.status_code == 200, made.text
-    return base
+    return with_table_t(client, "db")[0]
