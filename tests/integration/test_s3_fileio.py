@@ -11,7 +11,7 @@ from icelog.commands.storage.purge import purge_files
 from icelog.commands.storage.s3 import S3Access, S3FileIO, client_for, split_location
 from icelog.domain.errors import BadRequestError, ConflictError
 from icelog.domain.locations import Location
-from tests.support.moto_server import moto_s3
+from tests.support.moto_server import access_with_bucket, moto_s3
 
 SECRET = "s3cr3t-value-never-shown"
 
@@ -19,15 +19,7 @@ SECRET = "s3cr3t-value-never-shown"
 @pytest.fixture(scope="module")
 def access(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Access]:
     with moto_s3(tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
-        found = S3Access(
-            region="us-east-1",
-            endpoint=endpoint,
-            path_style=True,
-            access_key_id="AKIDEXAMPLE",
-            secret_access_key=SECRET,
-        )
-        client_for(found).create_bucket(Bucket="lake")
-        yield found
+        yield access_with_bucket(endpoint, "AKIDEXAMPLE", SECRET, "lake")
 
 
 def test_locations_are_parsed_with_their_aliases() -> None:

@@ -18,9 +18,9 @@ import boto3
 import httpx
 import pytest
 
-from icelog.commands.storage.s3 import S3Access, client_for
+from icelog.commands.storage.s3 import S3Access
 from icelog.commands.storage.signing import check_allowed, parse_target, sign
-from tests.support.moto_server import moto_s3
+from tests.support.moto_server import access_with_bucket, moto_s3
 
 BUCKET = "lake"
 ALLOWED = [f"s3://{BUCKET}/wh/t1"]
@@ -40,14 +40,7 @@ def set_auth(endpoint: str, on: bool) -> None:
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, S3Access]]:
     with moto_s3(tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
-        boot = S3Access(
-            region="us-east-1",
-            endpoint=endpoint,
-            path_style=True,
-            access_key_id="AKIDBOOTSTRAP",
-            secret_access_key="bootstrap",
-        )
-        client_for(boot).create_bucket(Bucket=BUCKET)
+        boot = access_with_bucket(endpoint, "AKIDBOOTSTRAP", "bootstrap", BUCKET)
         iam = boto3.client(
             "iam",
             region_name="us-east-1",

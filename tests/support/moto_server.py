@@ -15,6 +15,7 @@ import boto3
 import httpx
 from botocore.config import Config
 
+from icelog.commands.storage.s3 import S3Access, client_for
 from tests.support.server import free_port
 
 
@@ -171,3 +172,17 @@ def hide_ambient_aws_credentials(monkeypatch: Any) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def access_with_bucket(endpoint: str, key: str, secret: str, bucket: str) -> S3Access:
+    """The catalog's access to moto at `endpoint` (path-style) with this key, once it has
+    made `bucket` with it."""
+    access = S3Access(
+        region="us-east-1",
+        endpoint=endpoint,
+        path_style=True,
+        access_key_id=key,
+        secret_access_key=secret,
+    )
+    client_for(access).create_bucket(Bucket=bucket)
+    return access

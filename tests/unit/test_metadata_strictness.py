@@ -736,28 +736,22 @@ def test_partition_statistics_need_a_size() -> None:
 # ------------------------------------------------------------------ views
 
 
+def refused_version(
+    error: type[CatalogError], pattern: str, view: ViewMetadata, version: dict[str, Any]
+) -> None:
+    """Adding `version` to `view` fails with exactly `error` and `pattern`."""
+    updates = [{"action": "add-view-version", "view-version": version}]
+    refused(error, pattern, apply_view_updates, view, updates, now_ms=3_000)
+
+
 def test_view_version_ids_are_java_ints() -> None:
     view = new_view(base_schema())
     version = copy.deepcopy(view["versions"][0]) | {"schema-id": 2**31, "version-id": 2}
-    refused(
-        BadRequestError,
-        "schema-id",
-        apply_view_updates,
-        view,
-        [{"action": "add-view-version", "view-version": version}],
-        now_ms=3_000,
-    )
+    refused_version(BadRequestError, "schema-id", view, version)
 
 
 def test_view_version_naming_an_unknown_schema() -> None:
     view = new_view(base_schema())
     version = copy.deepcopy(view["versions"][0]) | {"schema-id": 4, "version-id": 2}
     version["representations"][0]["sql"] = "select 2"
-    refused(
-        IllegalArgumentError,
-        "unknown schema: 4",
-        apply_view_updates,
-        view,
-        [{"action": "add-view-version", "view-version": version}],
-        now_ms=3_000,
-    )
+    refused_version(IllegalArgumentError, "unknown schema: 4", view, version)
