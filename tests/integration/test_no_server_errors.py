@@ -30,61 +30,32 @@ REQUIREMENTS = [
     "assert-last-assigned-partition-id", "assert-default-spec-id",
     "assert-default-sort-order-id", "nonsense",
 ]  # fmt: skip
-updates = st.lists(
-    st.builds(
-        lambda action, extra: {"action": action, **extra},
-        st.sampled_from(ACTIONS),
-        st.dictionaries(
-            st.sampled_from(
-                [
-                    "uuid",
-                    "format-version",
-                    "schema",
-                    "schema-id",
-                    "spec",
-                    "spec-id",
-                    "sort-order",
-                    "sort-order-id",
-                    "snapshot",
-                    "ref-name",
-                    "type",
-                    "snapshot-id",
-                    "snapshot-ids",
-                    "location",
-                    "updates",
-                    "removals",
-                    "statistics",
-                    "spec-ids",
-                    "schema-ids",
-                ]
-            ),
-            json_values,
-            max_size=4,
+UPDATE_FIELDS = [
+    "uuid", "format-version", "schema", "schema-id", "spec", "spec-id", "sort-order",
+    "sort-order-id", "snapshot", "ref-name", "type", "snapshot-id", "snapshot-ids",
+    "location", "updates", "removals", "statistics", "spec-ids", "schema-ids",
+]  # fmt: skip
+REQUIREMENT_FIELDS = [
+    "uuid", "ref", "snapshot-id", "current-schema-id", "last-assigned-field-id",
+    "default-spec-id",
+]  # fmt: skip
+
+
+def objects(key: str, kinds: list[str], fields: list[str], most: int) -> Any:
+    """Lists of up to `most` objects: `key` one of `kinds`, and up to `most` of `fields`
+    with any JSON values."""
+    return st.lists(
+        st.builds(
+            lambda kind, extra: {key: kind, **extra},
+            st.sampled_from(kinds),
+            st.dictionaries(st.sampled_from(fields), json_values, max_size=most),
         ),
-    ),
-    max_size=4,
-)
-requirements = st.lists(
-    st.builds(
-        lambda kind, extra: {"type": kind, **extra},
-        st.sampled_from(REQUIREMENTS),
-        st.dictionaries(
-            st.sampled_from(
-                [
-                    "uuid",
-                    "ref",
-                    "snapshot-id",
-                    "current-schema-id",
-                    "last-assigned-field-id",
-                    "default-spec-id",
-                ]
-            ),
-            json_values,
-            max_size=3,
-        ),
-    ),
-    max_size=3,
-)
+        max_size=most,
+    )
+
+
+updates = objects("action", ACTIONS, UPDATE_FIELDS, 4)
+requirements = objects("type", REQUIREMENTS, REQUIREMENT_FIELDS, 3)
 
 
 def assert_client_error(response: Any) -> None:
