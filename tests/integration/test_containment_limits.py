@@ -25,7 +25,7 @@ import pytest
 from icelog.api.services import Services
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.domain.json_limits import json_depth
-from tests.integration.conftest import SCHEMA
+from tests.integration.conftest import SCHEMA, Api
 from tests.integration.test_limits import serving
 from tests.support import hostile
 from tests.support.hostile import (
@@ -58,6 +58,15 @@ def table(scene: Scene) -> tuple[str, str]:
     assert created.status_code == 200, created.text
     scene.arm()
     return ns, str(created.json()["metadata-location"])
+
+
+def _armed_namespace(scene: Scene) -> tuple[Api, str]:
+    """The scene armed (changes outside the warehouse count from here), then a namespace of
+    its own: the scene's catalog and the namespace."""
+    scene.arm()
+    ns = f"ns_{uuid4().hex[:8]}"
+    scene.api.post("/namespaces", {"namespace": [ns]})
+    return scene.api, ns
 
 
 # -- 6. metadata no client could read ------------------------------------------------------------
@@ -147,9 +156,7 @@ def deepest_accepted_schema() -> dict[str, Any]:
 
 @pytest.mark.parametrize("levels", [150, 400])
 def test_deep_schemas_are_refused(scene: Scene, levels: int) -> None:
-    scene.arm()
-    ns = f"ns_{uuid4().hex[:8]}"
-    scene.api.post("/namespaces", {"namespace": [ns]})
+    _, ns = _armed_namespace(scene)
     body = _dumps({"name": "deep", "schema": nested_schema(levels)})
     response = scene.api.client.post(
         scene.api.url(f"/namespaces/{ns}/tables"),
@@ -163,10 +170,7 @@ def test_deep_schemas_are_refused(scene: Scene, levels: int) -> None:
 
 def test_the_deepest_accepted_schema_works_end_to_end(scene: Scene) -> None:
     """A body just within the limit is stored in events, written, served, purged, audited."""
-    scene.arm()
-    api = scene.api
-    ns = f"ns_{uuid4().hex[:8]}"
-    api.post("/namespaces", {"namespace": [ns]})
+    api, ns = _armed_namespace(scene)
     created = api.post(
         f"/namespaces/{ns}/tables", {"name": "deep", "schema": deepest_accepted_schema()}
     )
@@ -204,10 +208,7 @@ def _nested_object(depth: int) -> Any:
 def test_bodies_nested_too_deep_are_refused_on_every_kind_of_route(
     scene: Scene, depth: int
 ) -> None:
-    scene.arm()
-    api = scene.api
-    ns = f"ns_{uuid4().hex[:8]}"
-    api.post("/namespaces", {"namespace": [ns]})
+    api, ns = _armed_namespace(scene)
     api.post(f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA})
     before = api.position()
     deep_list, deep_object = _nested_list(depth), _nested_object(depth)
@@ -297,10 +298,7 @@ def test_control_characters_in_event_log_filters_are_400(scene: Scene, parameter
 
 
 def test_control_characters_in_other_query_parameters_are_never_5xx(scene: Scene) -> None:
-    scene.arm()
-    api = scene.api
-    ns = f"ns_{uuid4().hex[:8]}"
-    api.post("/namespaces", {"namespace": [ns]})
+    api, ns = _armed_namespace(scene)
     created = api.post(f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA})
     table_id = created.json()["metadata"]["table-uuid"]
     requests: list[tuple[str, str, str]] = [
@@ -335,10 +333,7 @@ def test_control_characters_in_other_query_parameters_are_never_5xx(scene: Scene
 # -- 7. a directory registered ------------------------------------------------------------------
 def test_registering_a_directory_is_404_not_500(scene: Scene) -> None:
     """As every other unusable file (test_containment_reads.py)."""
-    scene.arm()
-    api = scene.api
-    ns = f"ns_{uuid4().hex[:8]}"
-    api.post("/namespaces", {"namespace": [ns]})
+    api, ns = _armed_namespace(scene)
     directory = api.warehouse_dir / ns / "00000-dir.metadata.json"
     directory.mkdir(parents=True)
     for route in ("register", "register-view"):

@@ -121,10 +121,10 @@ def serving(services: Services) -> Iterator[httpx.Client]:
 def test_a_slow_commit_is_answered_504_and_still_lands(
     limited: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    catalog = limited.catalog
     with serving(limited) as client:
         catalog_path, _ = with_table_t(client, "slow")
         base = f"{catalog_path}/namespaces"
+        catalog = limited.catalog
         save_all = catalog.save_all
 
         def stuck_save(*aggregates: Any, **kwargs: Any) -> int:
