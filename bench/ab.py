@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -28,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import build_request, run_clients
-from run import SCHEMA, append_body, drop_database, free_port, wait_healthy
+from run import SCHEMA, append_body, create_database, drop_database, free_port, wait_healthy
 
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="  # benchmark-only secrets key
@@ -43,9 +41,7 @@ class TreeServer:
 
     def __init__(self, tree: Path) -> None:
         self.tree = tree.resolve()
-        self.db = f"icelog_ab_{secrets.token_hex(4)}"
-        with psycopg.connect(ADMIN, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{self.db}"')
+        self.db = create_database("icelog_ab")
         self.tmp = tempfile.mkdtemp(prefix="icelog-ab-")
         self.port = free_port()
         env = dict(

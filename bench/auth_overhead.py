@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import re
-import secrets
 import shutil
 import socket
 import subprocess
@@ -33,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from loadgen import build_request, run_clients  # noqa: E402
-from run import append_body, drop_database, wait_healthy  # noqa: E402
+from run import append_body, create_database, drop_database, wait_healthy  # noqa: E402
 
 from tests.support.idp import TestIdentityProvider  # noqa: E402
 
@@ -50,9 +48,7 @@ SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "
 
 class Server:
     def __init__(self, env: dict[str, str], token: str | None) -> None:
-        self.db = f"icelog_auth_{secrets.token_hex(4)}"
-        with psycopg.connect(ADMIN, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{self.db}"')
+        self.db = create_database("icelog_auth")
         self.tmp = tempfile.mkdtemp(prefix="icelog-auth-")
         with socket_port() as port:
             self.port = port

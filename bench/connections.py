@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -35,7 +34,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import build_request, run_clients
-from run import SCHEMA, append_body, free_port, wait_healthy
+from run import SCHEMA, append_body, create_database, free_port, wait_healthy
 
 ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 KEY = "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY="  # benchmark-only secrets key
@@ -84,9 +83,7 @@ class Sampler:
 
 class Server:
     def __init__(self, tree: Path, workers: int, extra_env: dict[str, str], via: int) -> None:
-        self.db = f"icelog_conn_{secrets.token_hex(4)}"
-        with psycopg.connect(ADMIN, autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{self.db}"')
+        self.db = create_database("icelog_conn")
         self.tmp = tempfile.mkdtemp(prefix="icelog-conn-")
         self.port = free_port()
         env = dict(

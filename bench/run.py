@@ -41,6 +41,14 @@ SCHEMA = {
 }
 
 
+def create_database(prefix: str) -> str:
+    """A fresh, empty database for one benchmark run: its name (`prefix` and a token)."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
 def drop_database(name: str) -> None:
     """Drop a benchmark's database, whoever is still connected to it."""
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as c:
@@ -75,11 +83,7 @@ class Server:
         env = dict(os.environ, ICELOG_DATA_DIR=self.tmp.name, ICELOG_LOG_LEVEL="warning")
         self.dbname = None
         if backend == "postgres":
-            self.dbname = f"icelog_bench_{secrets.token_hex(4)}"
-            with psycopg.connect(
-                "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True
-            ) as c:
-                c.execute(f'CREATE DATABASE "{self.dbname}"')
+            self.dbname = create_database("icelog_bench")
             env["ICELOG_DATABASE_URL"] = f"postgresql://postgres@127.0.0.1:5432/{self.dbname}"
             # A benchmark-only key (PostgreSQL mode requires one): 32 base64 bytes.
             env.setdefault("ICELOG_SECRETS_KEY", "BwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSY=")
