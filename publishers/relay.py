@@ -107,13 +107,7 @@ class Relay:
     async def _acquire(self, stop: asyncio.Event) -> int | None:
         """Wait for the lease (another relay may hold it); the position to resume from."""
         while not stop.is_set():
-            position = await asyncio.to_thread(
-                self.positions.acquire,
-                self.sink.name,
-                self.owner,
-                now_ms=now_ms(),
-                lease_ms=self.lease_ms,
-            )
+            position = await self._try_lease()
             if position is not None:
                 return position
             await _sleep(stop, self.lease_ms / 4000)
@@ -211,14 +205,18 @@ class Relay:
                     raise LeaseLostError from exc
 
     async def _advance_lease_only(self) -> bool:
-        position = await asyncio.to_thread(
+        return await self._try_lease() is not None
+
+    async def _try_lease(self) -> int | None:
+        """Take or renew the sink's lease; the position to resume from, None while another
+        relay holds it."""
+        return await asyncio.to_thread(
             self.positions.acquire,
             self.sink.name,
             self.owner,
             now_ms=now_ms(),
             lease_ms=self.lease_ms,
         )
-        return position is not None
 
 
 class LeaseLostError(Exception):
