@@ -6,6 +6,9 @@ server writes. The events carry enough to rebuild every metadata document from
 the log alone: the initial document on create/register, then per commit the
 submitted updates, the time they were applied at and the resulting location.
 Commits therefore stay linear in size, never the whole metadata per event.
+
+What tables share with views (events' bodies, rules) is in `domain/tabular.py`;
+here is what only a table has: commits, unregister, purge.
 """
 
 from __future__ import annotations
@@ -13,107 +16,55 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-
-from icelog.domain.lifecycle import (
-    SoftDeletable,
-    apply_expired,
-    apply_soft_dropped,
-    apply_undropped,
-)
-from icelog.domain.locations import location_set_by, normalize_location
-from icelog.domain.metadata_rules import CURRENT, LEGACY
-from icelog.domain.protection import Protectable
+from icelog.domain import tabular
+from icelog.domain.errors import ConflictError, NoSuchTableError
+from icelog.domain.tabular import Tabular
 
 
-class Table(Protectable, SoftDeletable, Aggregate):
+class Table(Tabular):
     """An Iceberg table registered in a warehouse namespace."""
 
     TOPIC = "icelog.table"
+    KIND = "Table"
+    NOT_FOUND = NoSuchTableError
 
-    class Event(Aggregate.Event):
+    class Event(tabular.TabularEvent):
         TOPIC = "icelog.table.event.v1"
-        actor: str
-        request_id: str
 
-    class Created(Event, Aggregate.Created):
+    class Created(Event, tabular.Placed):
         """Created by createTable or a create transaction. `metadata` is the first document,
         written to `metadata_location`; `updates` are what a create transaction submitted
         (empty for a plain create)."""
 
         TOPIC = "icelog.table.created.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
         updates: list[dict[str, Any]]
 
         def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
+            super().apply(aggregate)
+            aggregate.purged = False
 
-    class Registered(Event, Aggregate.Created):
+    class Registered(Event, tabular.Placed):
         """An existing metadata file was adopted as a new table (registerTable)."""
 
         TOPIC = "icelog.table.registered.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
+        registers = True
 
         def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
+            super().apply(aggregate)
+            aggregate.purged = False
 
-    class Committed(Event):
+    class Committed(Event, tabular.Changed):
         """updateTable: `updates` were applied at `applied_at_ms` to the metadata at
         `previous_metadata_location`, producing `metadata_location`."""
 
         TOPIC = "icelog.table.committed.v1"
-        requirements: list[dict[str, Any]]
-        updates: list[dict[str, Any]]
-        previous_metadata_location: str
-        metadata_location: str
-        applied_at_ms: int
-        # The metadata rules the updates were applied under (domain/metadata_rules.py):
-        # a replay applies the same ones. Events from before the field are rules 1.
-        rules: int
 
-        class_version = 2
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["rules"] = LEGACY
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.metadata_location = self.metadata_location
-            moved = location_set_by(self.updates)
-            if moved is not None:  # purge and undrop act on where the table is now
-                aggregate.location = normalize_location(moved)
-
-    class Renamed(Event):
+    class Renamed(Event, tabular.Moved):
         TOPIC = "icelog.table.renamed.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.namespace_id = self.namespace_id
-            aggregate.namespace = list(self.namespace)
-            aggregate.name = self.name
-
-    class Dropped(Event):
+    class Dropped(Event, tabular.Dropped):
         TOPIC = "icelog.table.dropped.v1"
         purge_requested: bool
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.dropped = True
 
     class Unregistered(Dropped):
         """unregisterTable: the table left the catalog and its files stay where they are,
@@ -122,46 +73,26 @@ class Table(Protectable, SoftDeletable, Aggregate):
 
         TOPIC = "icelog.table.unregistered.v1"
 
-    class SoftDropped(Event):
+    class SoftDropped(Event, tabular.SoftDropped):
         """Dropped in a soft-delete warehouse: the name is free, the table and its files are
         kept until `expires_at_ms` (delay fixed at drop time), when task
         `expiration_task_id` makes the drop final; with `purge_requested` its files are
         purged then."""
 
         TOPIC = "icelog.table.soft-dropped.v1"
-        deleted_at_ms: int
-        expiration_seconds: int
-        expires_at_ms: int
-        expiration_task_id: UUID
         purge_requested: bool
 
-        def apply(self, aggregate: Any) -> None:
-            apply_soft_dropped(aggregate, self)
-
-    class Undropped(Event):
+    class Undropped(Event, tabular.Undropped):
         """A soft-dropped table restored with its last metadata, under `name` (its old name
         unless the undrop asked for another)."""
 
         TOPIC = "icelog.table.undropped.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            apply_undropped(aggregate, self)
-
-    class Expired(Event):
+    class Expired(Event, tabular.Expired):
         """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
         namespace drop); `purge_task_id` is the purge that follows, if requested."""
 
         TOPIC = "icelog.table.expired.v1"
-        reason: str
-        purge_task_id: UUID | None
-
-        def apply(self, aggregate: Any) -> None:
-            apply_expired(aggregate, self)
 
     class Purged(Event):
         """Files reachable from the table's metadata were deleted after a purge drop."""
@@ -173,29 +104,12 @@ class Table(Protectable, SoftDeletable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.purged = True
 
-    class ProtectionChanged(Event):
+    class ProtectionChanged(Event, tabular.ProtectionChanged):
         """Protection on or off: a protected table cannot be dropped."""
 
         TOPIC = "icelog.table.protection-changed.v1"
-        protected: bool
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.protected = self.protected
-
-    # State is set by the events' apply(); declared for type checkers only, because
-    # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
-        soft_deleted: bool
-        deleted_at_ms: int
-        expires_at_ms: int
-        expiration_task_id: UUID | None
         purged: bool
 
     @classmethod
@@ -230,33 +144,9 @@ class Table(Protectable, SoftDeletable, Aggregate):
         )
 
     @classmethod
-    def register(
-        cls,
-        *,
-        table_id: UUID,
-        warehouse_id: UUID,
-        namespace_id: UUID,
-        namespace: list[str],
-        name: str,
-        location: str,
-        metadata_location: str,
-        metadata: dict[str, Any],
-        actor: str,
-        request_id: str,
-    ) -> Table:
-        return cls._create(
-            cls.Registered,
-            id=table_id,
-            warehouse_id=warehouse_id,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            location=location,
-            metadata_location=metadata_location,
-            metadata=metadata,
-            actor=actor,
-            request_id=request_id,
-        )
+    def register(cls, *, table_id: UUID, **fields: Any) -> Table:
+        """Adopt an existing metadata file; `fields` as on `Registered`."""
+        return cls._create(cls.Registered, id=table_id, **fields)
 
     def commit(
         self,
@@ -268,38 +158,24 @@ class Table(Protectable, SoftDeletable, Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
-        self.trigger_event(
+        self._change(
             self.Committed,
             requirements=requirements,
             updates=updates,
-            previous_metadata_location=self.metadata_location,
             metadata_location=metadata_location,
             applied_at_ms=applied_at_ms,
-            rules=CURRENT,
-            actor=actor,
-            request_id=request_id,
-        )
-
-    def rename(
-        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
-    ) -> None:
-        self.trigger_event(
-            self.Renamed,
-            from_namespace=self.namespace,
-            from_name=self.name,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
             actor=actor,
             request_id=request_id,
         )
 
     def drop(self, *, purge_requested: bool, actor: str, request_id: str) -> None:
+        self.ensure_droppable()
         self.trigger_event(
             self.Dropped, purge_requested=purge_requested, actor=actor, request_id=request_id
         )
 
     def unregister(self, *, actor: str, request_id: str) -> None:
+        self.ensure_droppable()
         self.trigger_event(
             self.Unregistered, purge_requested=False, actor=actor, request_id=request_id
         )
@@ -307,6 +183,9 @@ class Table(Protectable, SoftDeletable, Aggregate):
     def mark_purged(
         self, *, deleted_files: int, missing_files: int, actor: str, request_id: str
     ) -> None:
+        # Only a table whose drop is final has its files purged, and only once.
+        if not self.dropped or self.is_soft_deleted or self.purged:
+            raise ConflictError(f"Table {self.dotted} is not awaiting a purge")
         self.trigger_event(
             self.Purged,
             deleted_files=deleted_files,
@@ -314,19 +193,3 @@ class Table(Protectable, SoftDeletable, Aggregate):
             actor=actor,
             request_id=request_id,
         )
-
-
-def _init(aggregate: Any, event: Table.Created | Table.Registered) -> None:
-    aggregate.warehouse_id = event.warehouse_id
-    aggregate.namespace_id = event.namespace_id
-    aggregate.namespace = list(event.namespace)
-    aggregate.name = event.name
-    aggregate.location = event.location
-    aggregate.metadata_location = event.metadata_location
-    # A registered file is the client's, not the catalog's: it may change after the
-    # register, so the logged document is the table's first state, not the file.
-    aggregate.registered_location = (
-        event.metadata_location if isinstance(event, Table.Registered) else None
-    )
-    aggregate.dropped = False
-    aggregate.purged = False

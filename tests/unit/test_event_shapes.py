@@ -48,7 +48,13 @@ def shapes() -> dict[str, dict[str, Any]]:
             if issubclass(cls, DomainEvent):
                 fields = [f.name for f in dataclasses.fields(cls)]
             elif issubclass(cls, BaseAggregate):
-                fields = []
+                # None: a snapshot's state is the aggregate's __dict__, and a generated
+                # __init__ (from annotations on the class or a base) would change it.
+                fields = (
+                    [f.name for f in dataclasses.fields(cls)]
+                    if dataclasses.is_dataclass(cls)
+                    else []
+                )
             else:
                 continue
             try:
