@@ -26,11 +26,6 @@ PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 
 
-def is_int(value: Any) -> bool:
-    """A JSON integer; `bool` is an `int` subclass in Python but never an id."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def refs_of(metadata: Metadata) -> dict[str, dict[str, Any]]:
     """The refs map, deriving `main` from `current-snapshot-id` for legacy files."""
     refs = dict(metadata.get("refs") or {})
