@@ -13,38 +13,23 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.errors import NoSuchFunctionError
+from icelog.domain.tabular import Placed, TabularEvent
+
 
 class Function(Aggregate):
     """An Iceberg function (UDF) in a warehouse namespace."""
 
     TOPIC = "icelog.function"
 
-    class Event(Aggregate.Event):
+    class Event(TabularEvent):
         TOPIC = "icelog.function.event.v1"
-        actor: str
-        request_id: str
 
-    class Created(Event, Aggregate.Created):
+    class Created(Event, Placed):
         """A function was created: `metadata` is the first document, written to
         `metadata_location` (below `location`)."""
 
         TOPIC = "icelog.function.created.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.warehouse_id = self.warehouse_id
-            aggregate.namespace_id = self.namespace_id
-            aggregate.namespace = list(self.namespace)
-            aggregate.name = self.name
-            aggregate.location = self.location
-            aggregate.metadata_location = self.metadata_location
-            aggregate.dropped = False
 
     class Replaced(Event):
         """`changes` (definitions, removals, current versions, doc, properties, secure) were
@@ -78,6 +63,12 @@ class Function(Aggregate):
         metadata_location: str
         dropped: bool
 
+    def ensure_live(self) -> None:
+        """A dropped function is gone under its name."""
+        if self.dropped:
+            dotted = ".".join([*self.namespace, self.name])
+            raise NoSuchFunctionError(f"Function does not exist: {dotted}")
+
     @classmethod
     def create(cls, *, function_id: UUID, **fields: Any) -> Function:
         """Create a function; `fields` as on `Created`."""
@@ -92,6 +83,7 @@ class Function(Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.Replaced,
             changes=changes,
@@ -103,4 +95,5 @@ class Function(Aggregate):
         )
 
     def drop(self, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)

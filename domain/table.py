@@ -26,12 +26,13 @@ class Table(Tabular):
 
     TOPIC = "icelog.table"
     KIND = "Table"
+    CHANGE_EVENT = "Committed"
     NOT_FOUND = NoSuchTableError
 
     class Event(tabular.TabularEvent):
         TOPIC = "icelog.table.event.v1"
 
-    class Created(Event, tabular.Placed):
+    class Created(Event, tabular.TabularPlaced):
         """Created by createTable or a create transaction. `metadata` is the first document,
         written to `metadata_location`; `updates` are what a create transaction submitted
         (empty for a plain create)."""
@@ -43,7 +44,7 @@ class Table(Tabular):
             super().apply(aggregate)
             aggregate.purged = False
 
-    class Registered(Event, tabular.Placed):
+    class Registered(Event, tabular.TabularPlaced):
         """An existing metadata file was adopted as a new table (registerTable)."""
 
         TOPIC = "icelog.table.registered.v1"
@@ -148,25 +149,7 @@ class Table(Tabular):
         """Adopt an existing metadata file; `fields` as on `Registered`."""
         return cls._create(cls.Registered, id=table_id, **fields)
 
-    def commit(
-        self,
-        *,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self._change(
-            self.Committed,
-            requirements=requirements,
-            updates=updates,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+    commit = Tabular.record_change
 
     def drop(self, *, purge_requested: bool, actor: str, request_id: str) -> None:
         self.ensure_droppable()

@@ -5,7 +5,8 @@ file; both are created or registered, changed by appending updates, renamed, dro
 (hard, or soft: set aside until an expiration task makes the drop final, undroppable
 meanwhile) and protected. This module holds those events' bodies and the rules that
 guard them; `Table` and `View` add what only one of them has (purge and unregister,
-commit vs replace) and give every event class its own topic.
+commit vs replace) and give every event class its own topic. A function (domain/function.py)
+is placed the same way and shares the first event's body.
 
 The shared event bodies are plain module-level classes, not classes nested in an
 aggregate: the library re-creates in each subclass every event class nested in an
@@ -33,15 +34,16 @@ class NotSoftDeletedError(ConflictError):
 
 
 class TabularEvent(Aggregate.Event):
-    """Every table and view event says who asked, in which request."""
+    """Every table, view and function event says who asked, in which request."""
 
     actor: str
     request_id: str
 
 
 class Placed(TabularEvent, Aggregate.Created):
-    """A tabular's first event (created or registered): its name and place, and its
-    first metadata document, written to `metadata_location`."""
+    """The first event of a name in a namespace pointing at metadata files (a table, view
+    or function, created or registered): its place, and its first metadata document,
+    written to `metadata_location`."""
 
     warehouse_id: UUID
     namespace_id: UUID
@@ -51,9 +53,6 @@ class Placed(TabularEvent, Aggregate.Created):
     metadata_location: str
     metadata: dict[str, Any]
 
-    # The creating event of a tabular registered from a client's metadata file.
-    registers: ClassVar[bool] = False
-
     def apply(self, aggregate: Any) -> None:
         aggregate.warehouse_id = self.warehouse_id
         aggregate.namespace_id = self.namespace_id
@@ -61,10 +60,23 @@ class Placed(TabularEvent, Aggregate.Created):
         aggregate.name = self.name
         aggregate.location = self.location
         aggregate.metadata_location = self.metadata_location
+        self.place_more(aggregate)
+        aggregate.dropped = False
+
+    def place_more(self, aggregate: Any) -> None:
+        """What a kind sets beyond the shared state."""
+
+
+class TabularPlaced(Placed):
+    """A table's or view's first event."""
+
+    # The creating event of a tabular registered from a client's metadata file.
+    registers: ClassVar[bool] = False
+
+    def place_more(self, aggregate: Any) -> None:
         # A registered file is the client's, not the catalog's: it may change after the
         # register, so the logged document is the tabular's first state, not the file.
         aggregate.registered_location = self.metadata_location if self.registers else None
-        aggregate.dropped = False
 
 
 class Changed(TabularEvent):
@@ -168,6 +180,8 @@ class Tabular(Protectable, Aggregate):
     if TYPE_CHECKING:
         # Raised for a tabular that no longer exists under its name (dropped).
         NOT_FOUND: ClassVar[type[NotFoundError]]
+        # The name of the kind's event class for `record_change`.
+        CHANGE_EVENT: ClassVar[str]
         Renamed: Any
         SoftDropped: Any
         Undropped: Any
@@ -216,9 +230,8 @@ class Tabular(Protectable, Aggregate):
             raise NotSoftDeletedError(f"{self.dotted} is not dropped")
 
     # -- commands --------------------------------------------------------------------------
-    def _change(
+    def record_change(
         self,
-        event_class: Any,
         *,
         requirements: list[dict[str, Any]],
         updates: list[dict[str, Any]],
@@ -227,16 +240,17 @@ class Tabular(Protectable, Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
-        """A commit (table) or replace (view): the next metadata document."""
+        """The next metadata document: a table's commit, a view's replace (each kind names
+        its event in `CHANGE_EVENT`)."""
         self.ensure_live()
         self.trigger_event(
-            event_class,
+            getattr(self, self.CHANGE_EVENT),
+            previous_metadata_location=self.metadata_location,
+            rules=CURRENT,
             requirements=requirements,
             updates=updates,
-            previous_metadata_location=self.metadata_location,
             metadata_location=metadata_location,
             applied_at_ms=applied_at_ms,
-            rules=CURRENT,
             actor=actor,
             request_id=request_id,
         )

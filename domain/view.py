@@ -21,17 +21,18 @@ class View(Tabular):
 
     TOPIC = "icelog.view"
     KIND = "View"
+    CHANGE_EVENT = "Replaced"
     NOT_FOUND = NoSuchViewError
 
     class Event(tabular.TabularEvent):
         TOPIC = "icelog.view.event.v1"
 
-    class Created(Event, tabular.Placed):
+    class Created(Event, tabular.TabularPlaced):
         """createView: `metadata` is the first document, written to `metadata_location`."""
 
         TOPIC = "icelog.view.created.v1"
 
-    class Registered(Event, tabular.Placed):
+    class Registered(Event, tabular.TabularPlaced):
         """registerView: an existing view metadata file was adopted."""
 
         TOPIC = "icelog.view.registered.v1"
@@ -78,25 +79,7 @@ class View(Tabular):
         event = cls.Registered if registered else cls.Created
         return cls._create(event, id=view_id, **fields)
 
-    def replace(
-        self,
-        *,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self._change(
-            self.Replaced,
-            requirements=requirements,
-            updates=updates,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+    replace = Tabular.record_change
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self.ensure_droppable()

@@ -14,6 +14,7 @@ from icelog.domain.errors import (
     AlreadyExistsError,
     CatalogError,
     ConflictError,
+    NoSuchFunctionError,
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
@@ -21,6 +22,7 @@ from icelog.domain.errors import (
     NotEmptyError,
     NotFoundError,
 )
+from icelog.domain.function import Function
 from icelog.domain.namespace import Namespace
 from icelog.domain.protection import ProtectedError
 from icelog.domain.table import Table
@@ -229,4 +231,18 @@ def test_warehouse_rules() -> None:
         lambda: warehouse.set_protection(True, **WHO),
         NotFoundError,
         f"Warehouse does not exist: {warehouse.id}",
+    )
+
+
+def test_a_dropped_function_is_not_replaced_or_dropped_again() -> None:
+    function = Function.create(function_id=uuid4(), **PLACE, **WHO)
+    function.drop(**WHO)
+    gone = "Function does not exist: db.t"
+    refused(lambda: function.drop(**WHO), NoSuchFunctionError, gone)
+    refused(
+        lambda: function.replace(
+            changes={}, metadata_location="file:///m.json", applied_at_ms=1, **WHO
+        ),
+        NoSuchFunctionError,
+        gone,
     )
