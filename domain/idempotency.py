@@ -32,6 +32,24 @@ def idempotency_id(key: str) -> UUID:
     return uuid5(ICELOG_NAMESPACE, f"idempotency:{key.lower()}")
 
 
+class _KeyEvent(Aggregate.Event):
+    actor: str
+    request_id: str
+
+
+class _Outcome(_KeyEvent):
+    """A request's outcome recorded in one event, with what it was asked (the body both
+    recording events share; `Completed` came later and records only the outcome)."""
+
+    key: str
+    method: str
+    path: str
+    status: int
+    body: str
+    metadata_location: str | None
+    recorded_at_ms: int
+
+
 class IdempotencyRecord(Aggregate):
     """A key's claim, whether its command landed, and what the request answered. Table and
     view results are kept as their (immutable) metadata location, never the document nor
@@ -39,10 +57,8 @@ class IdempotencyRecord(Aggregate):
 
     TOPIC = "icelog.idempotency-key"
 
-    class Event(Aggregate.Event):
+    class Event(_KeyEvent):
         TOPIC = "icelog.idempotency-key.event.v1"
-        actor: str
-        request_id: str
 
     class Claimed(Event, Aggregate.Created):
         """A request with this key started; it may run until `lease_until_ms`. `token`
@@ -108,15 +124,8 @@ class IdempotencyRecord(Aggregate):
             aggregate.lease_until_ms = 0
 
     # Written before claims existed: a first outcome recorded after the request ran.
-    class Recorded(Event, Aggregate.Created):
+    class Recorded(Event, _Outcome, Aggregate.Created):
         TOPIC = "icelog.idempotency-key.recorded.v1"
-        key: str
-        method: str
-        path: str
-        status: int
-        body: str
-        metadata_location: str | None
-        recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.key = self.key
@@ -127,15 +136,8 @@ class IdempotencyRecord(Aggregate):
             aggregate.landed_at_ms = self.recorded_at_ms
             _outcome(aggregate, self)
 
-    class Rerecorded(Event):
+    class Rerecorded(Event, _Outcome):
         TOPIC = "icelog.idempotency-key.rerecorded.v1"
-        key: str
-        method: str
-        path: str
-        status: int
-        body: str
-        metadata_location: str | None
-        recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.method, aggregate.path = self.method, self.path
