@@ -16,6 +16,7 @@ from icelog.domain.errors import (
     ConflictError,
     NoSuchFunctionError,
     NoSuchNamespaceError,
+    NoSuchProjectError,
     NoSuchTableError,
     NoSuchViewError,
     NoSuchWarehouseError,
@@ -24,6 +25,7 @@ from icelog.domain.errors import (
 )
 from icelog.domain.function import Function
 from icelog.domain.namespace import Namespace
+from icelog.domain.project import Project
 from icelog.domain.protection import ProtectedError
 from icelog.domain.table import Table
 from icelog.domain.tabular import NotSoftDeletedError
@@ -246,3 +248,24 @@ def test_a_dropped_function_is_not_replaced_or_dropped_again() -> None:
         NoSuchFunctionError,
         gone,
     )
+
+
+def test_project_rules() -> None:
+    project = Project.create(project_id=uuid4(), name="p", **WHO)
+    warehouse_id = uuid4()
+    project.add_warehouse(warehouse_id, **WHO)
+    refused(
+        lambda: project.delete(**WHO),
+        NotEmptyError,
+        f"Project {project.id} still has 1 warehouse(s)",
+    )
+    project.remove_warehouse(warehouse_id, **WHO)
+    project.delete(**WHO)
+    gone = f"Project does not exist: {project.id}"
+    for action in (
+        lambda: project.rename("q", **WHO),
+        lambda: project.delete(**WHO),
+        lambda: project.add_warehouse(uuid4(), **WHO),
+        lambda: project.remove_warehouse(warehouse_id, **WHO),
+    ):
+        refused(action, NoSuchProjectError, gone)
