@@ -8,16 +8,16 @@ submitted changes with the time they were applied: folding them with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
 from icelog.domain.errors import NoSuchFunctionError
-from icelog.domain.tabular import Placed, TabularEvent
+from icelog.domain.tabular import Placed, PlacedState, TabularEvent
 
 
-class Function(Aggregate):
+class Function(PlacedState, Aggregate):
     """An Iceberg function (UDF) in a warehouse namespace."""
 
     TOPIC = "icelog.function"
@@ -52,22 +52,10 @@ class Function(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
-    # State is set by the events' apply(); declared for type checkers only, because
-    # class annotations would make the library generate an __init__ from them.
-    if TYPE_CHECKING:
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
-
     def ensure_live(self) -> None:
         """A dropped function is gone under its name."""
         if self.dropped:
-            dotted = ".".join([*self.namespace, self.name])
-            raise NoSuchFunctionError(f"Function does not exist: {dotted}")
+            raise NoSuchFunctionError(f"Function does not exist: {self.dotted}")
 
     @classmethod
     def create(cls, *, function_id: UUID, **fields: Any) -> Function:

@@ -186,16 +186,8 @@ class IdempotencyRecord(Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
-        self.trigger_event(
-            self.Reclaimed,
-            method=method,
-            path=path,
-            token=token,
-            claimed_at_ms=now_ms,
-            lease_until_ms=now_ms + lease_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+        claim = _claim_fields(method, path, token, now_ms, lease_ms)
+        self.trigger_event(self.Reclaimed, **claim, actor=actor, request_id=request_id)
 
     def land(self, metadata_location: str | None, *, actor: str, request_id: str) -> None:
         self.trigger_event(
@@ -255,18 +247,27 @@ def new_claim(
     actor: str,
     request_id: str,
 ) -> IdempotencyRecord:
+    claim = _claim_fields(method, path, token, now_ms, lease_ms)
     return IdempotencyRecord._create(
         IdempotencyRecord.Claimed,
         id=idempotency_id(key),
         key=key,
-        method=method,
-        path=path,
-        token=token,
-        claimed_at_ms=now_ms,
-        lease_until_ms=now_ms + lease_ms,
+        **claim,
         actor=actor,
         request_id=request_id,
     )
+
+
+def _claim_fields(method: str, path: str, token: str, now_ms: int, lease_ms: int) -> dict[str, Any]:
+    """A claim's fields, as `Claimed` and `Reclaimed` carry them: it runs until its lease
+    ends `lease_ms` from now."""
+    return {
+        "method": method,
+        "path": path,
+        "token": token,
+        "claimed_at_ms": now_ms,
+        "lease_until_ms": now_ms + lease_ms,
+    }
 
 
 # -- the claim a request holds, seen by the command's append ---------------------------------

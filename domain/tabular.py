@@ -170,7 +170,27 @@ class ProtectionChanged(TabularEvent):
         aggregate.protected = self.protected
 
 
-class Tabular(Protectable, Aggregate):
+class PlacedState:
+    """What a `Placed` event sets: a table's, view's or function's name and place. Declared
+    for type checkers only, because class annotations would make the library generate an
+    __init__ from them."""
+
+    if TYPE_CHECKING:
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        dropped: bool
+
+    @property
+    def dotted(self) -> str:
+        """The name as Iceberg messages print it (`a.b.t`)."""
+        return ".".join([*self.namespace, self.name])
+
+
+class Tabular(PlacedState, Protectable, Aggregate):
     """Base of `Table` and `View`: the shared commands, each checking its rule before
     it triggers its event (a dropped tabular is not changed, renamed or dropped again;
     a protected one is not dropped; only a soft-dropped one is undropped or expired)."""
@@ -187,22 +207,10 @@ class Tabular(Protectable, Aggregate):
         Undropped: Any
         Expired: Any
 
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
         soft_deleted: bool
         deleted_at_ms: int
         expires_at_ms: int
         expiration_task_id: UUID | None
-
-    @property
-    def dotted(self) -> str:
-        """The tabular's name as Iceberg messages print it (`a.b.t`)."""
-        return ".".join([*self.namespace, self.name])
 
     @property
     def is_soft_deleted(self) -> bool:
