@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeGuard, TypeVar
 
-from icelog.domain.errors import BadRequestError, IllegalArgumentError
+from icelog.domain.errors import BadRequestError, IllegalArgumentError, ValidationError
 from icelog.domain.schema_types import is_int
 
 Update = dict[str, Any]
@@ -23,6 +23,9 @@ Handler = Callable[[Any, Update, int], None]
 F = TypeVar("F", bound=Callable[..., None])
 
 _ACTIONS_ATTR = "__update_actions__"
+
+# An id of -1 in an update means "the one added last in this request" (Java LAST_ADDED).
+LAST_ADDED = -1
 
 
 def show(value: Any) -> str:
@@ -76,6 +79,16 @@ def require_int_list(update: Update, key: str) -> list[int]:
     if not isinstance(value, list) or not all(is_int(v) for v in value):
         raise _refuse(update, f"{key} must be an array of integers")
     return list(value)
+
+
+def resolve_last_added(requested: int, last_added: int | None, refusal: str) -> int:
+    """`requested`, or for LAST_ADDED the id added last in this request; `refusal` (Java's
+    message) when nothing was added."""
+    if requested != LAST_ADDED:
+        return requested
+    if last_added is None:
+        raise ValidationError(refusal)
+    return last_added
 
 
 def property_updates(update: Update) -> dict[str, str]:

@@ -19,7 +19,6 @@ from icelog.domain.errors import (
 from icelog.domain.metadata_rules import legacy
 from icelog.domain.metadata_state import (
     DEFAULT_FORMAT_VERSION,
-    LAST_ADDED,
     MAIN_BRANCH,
     MAX_FORMAT_VERSION,
     MIN_ROW_LINEAGE_VERSION,
@@ -38,6 +37,7 @@ from icelog.domain.metadata_updates import (
     require_int_list,
     require_obj,
     require_str,
+    resolve_last_added,
 )
 from icelog.domain.schema_ids import (
     highest_field_id,
@@ -145,10 +145,11 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
     @handles("set-current-schema")
     def set_current_schema(self, update: dict[str, Any]) -> None:
         schema_id = require_int(update, "schema-id")
-        if schema_id == LAST_ADDED:
-            if self.last_added_schema_id is None:
-                raise ValidationError("Cannot set last added schema: no schema has been added")
-            schema_id = self.last_added_schema_id
+        schema_id = resolve_last_added(
+            schema_id,
+            self.last_added_schema_id,
+            "Cannot set last added schema: no schema has been added",
+        )
         if schema_id == self.current_schema_id:
             return
         if self.schema_by_id(schema_id) is None:
@@ -204,10 +205,9 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
     @handles("set-default-spec")
     def set_default_spec(self, update: dict[str, Any]) -> None:
         spec_id = require_int(update, "spec-id")
-        if spec_id == LAST_ADDED:
-            if self.last_added_spec_id is None:
-                raise ValidationError("Cannot set last added spec: no spec has been added")
-            spec_id = self.last_added_spec_id
+        spec_id = resolve_last_added(
+            spec_id, self.last_added_spec_id, "Cannot set last added spec: no spec has been added"
+        )
         if spec_id == self.default_spec_id:
             return
         if not any(s["spec-id"] == spec_id for s in self.specs):
@@ -242,12 +242,11 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
     @handles("set-default-sort-order")
     def set_default_sort_order(self, update: dict[str, Any]) -> None:
         order_id = require_int(update, "sort-order-id")
-        if order_id == LAST_ADDED:
-            if self.last_added_order_id is None:
-                raise ValidationError(
-                    "Cannot set last added sort order: no sort order has been added"
-                )
-            order_id = self.last_added_order_id
+        order_id = resolve_last_added(
+            order_id,
+            self.last_added_order_id,
+            "Cannot set last added sort order: no sort order has been added",
+        )
         if order_id == self.default_sort_order_id:
             return
         if not any(o["order-id"] == order_id for o in self.sort_orders):

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from icelog.domain.errors import BadRequestError, CommitFailedError, IllegalArgumentError
-from icelog.domain.metadata_updates import check_new_location, check_new_properties
+from icelog.domain.metadata_updates import LAST_ADDED, check_new_location, check_new_properties
 from icelog.domain.view_updates import (
-    LAST_ADDED,
     REPLACE_DROP_DIALECT_ALLOWED,
     VERSION_HISTORY_SIZE,
     VERSION_HISTORY_SIZE_DEFAULT,

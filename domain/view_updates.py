@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from icelog.domain.errors import BadRequestError, IllegalArgumentError, ValidationError
+from icelog.domain.errors import BadRequestError, IllegalArgumentError
 from icelog.domain.metadata_rules import legacy
 from icelog.domain.metadata_updates import (
     UpdateEngine,
@@ -25,6 +25,7 @@ from icelog.domain.metadata_updates import (
     property_updates,
     require,
     require_int,
+    resolve_last_added,
 )
 from icelog.domain.schema_ids import prepare_schema, same_schema
 from icelog.domain.schema_types import is_int, is_int32, is_int64
@@ -32,7 +33,6 @@ from icelog.domain.schema_types import is_int, is_int32, is_int64
 ViewMetadata = dict[str, Any]
 
 VIEW_FORMAT_VERSION = 1  # Java SUPPORTED_VIEW_FORMAT_VERSION: the only one that exists
-LAST_ADDED = -1
 VERSION_HISTORY_SIZE = "version.history.num-entries"
 VERSION_HISTORY_SIZE_DEFAULT = 10
 REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
@@ -259,10 +259,11 @@ class ViewBuilder(UpdateEngine):
         version = parse_view_version(require(update, "view-version"), now_ms=now_ms)
         # Java resolves -1 only after looking for an identical version; doing
         # it first lets a retried replace find the version it already wrote.
-        if version["schema-id"] == LAST_ADDED:
-            if self.last_added_schema_id is None:
-                raise ValidationError("Cannot set last added schema: no schema has been added")
-            version["schema-id"] = self.last_added_schema_id
+        version["schema-id"] = resolve_last_added(
+            version["schema-id"],
+            self.last_added_schema_id,
+            "Cannot set last added schema: no schema has been added",
+        )
         # Reassign the id: an identical version keeps its id; anything else
         # goes after every existing id, so a stale client's "2" lands as 3.
         new_id = version["version-id"]
@@ -290,12 +291,11 @@ class ViewBuilder(UpdateEngine):
     @handles("set-current-view-version")
     def set_current_view_version(self, update: dict[str, Any], now_ms: int) -> None:
         version_id = require_int(update, "view-version-id")
-        if version_id == LAST_ADDED:
-            if self.last_added_version_id is None:
-                raise ValidationError(
-                    "Cannot set last version id: no current version id has been set"
-                )
-            version_id = self.last_added_version_id
+        version_id = resolve_last_added(
+            version_id,
+            self.last_added_version_id,
+            "Cannot set last version id: no current version id has been set",
+        )
         if version_id == self.current_version_id:
             return
         version = self.version_by_id(version_id)
