@@ -37,11 +37,28 @@ class _KeyEvent(Aggregate.Event):
     request_id: str
 
 
-class _Outcome(_KeyEvent):
+class _Keyed(_KeyEvent):
+    key: str
+
+
+class _Claim(_KeyEvent):
+    """A claim: who may run the key's command, until `lease_until_ms`. (`Claimed` puts
+    the key first: its bases are listed so that `_Keyed`'s field comes before these.)"""
+
+    method: str
+    path: str
+    token: str
+    claimed_at_ms: int
+    lease_until_ms: int
+
+    def apply(self, aggregate: Any) -> None:
+        _claim(aggregate, self)
+
+
+class _Outcome(_Keyed):
     """A request's outcome recorded in one event, with what it was asked (the body both
     recording events share; `Completed` came later and records only the outcome)."""
 
-    key: str
     method: str
     path: str
     status: int
@@ -60,35 +77,21 @@ class IdempotencyRecord(Aggregate):
     class Event(_KeyEvent):
         TOPIC = "icelog.idempotency-key.event.v1"
 
-    class Claimed(Event, Aggregate.Created):
+    class Claimed(Event, _Claim, _Keyed, Aggregate.Created):
         """A request with this key started; it may run until `lease_until_ms`. `token`
         names this claim (a request id may repeat: clients reuse them on retries)."""
 
         TOPIC = "icelog.idempotency-key.claimed.v1"
-        key: str
-        method: str
-        path: str
-        token: str
-        claimed_at_ms: int
-        lease_until_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.key = self.key
-            _claim(aggregate, self)
+            super().apply(aggregate)
 
-    class Reclaimed(Event):
+    class Reclaimed(Event, _Claim):
         """Claimed again: the earlier claim ran out without an outcome (its request died),
         or the recorded outcome outlived the key's lifetime."""
 
         TOPIC = "icelog.idempotency-key.reclaimed.v1"
-        method: str
-        path: str
-        token: str
-        claimed_at_ms: int
-        lease_until_ms: int
-
-        def apply(self, aggregate: Any) -> None:
-            _claim(aggregate, self)
 
     class Landed(Event):
         """The claimant's command appended its events — in this same append."""
