@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from icelog.api.adapters.starlette import IndexedRouter
 from icelog.api.audit import Chainer
 from icelog.api.auth.authenticate import AuthenticationMiddleware, KnownUsers, token_verifier
 from icelog.api.auth.authorizer import AllowAll, GrantAuthorizer
@@ -32,7 +33,6 @@ from icelog.api.metrics import Metrics, metrics
 from icelog.api.observability import ObservabilityMiddleware, Readiness
 from icelog.api.openapi import openapi_routes
 from icelog.api.publishing import run_relays
-from icelog.api.routing import IndexedRouter
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.domain.errors import CatalogError
@@ -136,8 +136,8 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
             Exception: unexpected_error,
         },
     )
-    # Same routes, matched through an index (api/routing.py); set before the first request
-    # builds the middleware stack around it.
+    # Same routes, matched through an index (api/adapters/starlette.py); set before the
+    # first request builds the middleware stack around it.
     app.router = IndexedRouter(app.router.routes, lifespan=lifespan)
     app.state.metrics = figures.registry
     app.state.known_users = KnownUsers()

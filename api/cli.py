@@ -21,7 +21,6 @@ import uvicorn
 from icelog.api import cli_browse
 from icelog.api.app import create_app, freeze_startup_heap
 from icelog.api.audit import Chainer, recorded_heads
-from icelog.api.batched_writes import BatchedHttpProtocol
 from icelog.api.clients import (
     ClientPackageMissing,
     duckdb_load_statements,
@@ -164,7 +163,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     proxies = settings.forwarded_allow_ips
     return {
         "log_level": settings.log_level,
-        "http": BatchedHttpProtocol,
+        "http": "httptools",
         "timeout_graceful_shutdown": 10,
         "proxy_headers": bool(proxies),
         "forwarded_allow_ips": list(proxies),

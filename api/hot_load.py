@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from starlette._utils import get_route_path
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from icelog.api.adapters.starlette import enter_route, route_path
 from icelog.api.edge import Operation, guard_request, serve
 from icelog.api.routes.tables import load_table_answer
 from icelog.domain.errors import CatalogError
@@ -107,7 +107,7 @@ class LoadTableLane:
                 self._ways.append(_Way(route, route.app, earlier))
 
     def _way(self, scope: Scope) -> tuple[_Way, dict[str, Any]] | None:
-        path = get_route_path(scope)
+        path = route_path(scope)
         for way in self._ways:
             found = way.route.path_regex.match(path)
             if found is None:
@@ -126,11 +126,8 @@ class LoadTableLane:
             return
         way, params = taken
         # As the router would: the route (the template that metrics and the access log
-        # name), its endpoint and the path parameters (all plain strings: no convertors).
-        scope["route"] = way.route
-        scope["endpoint"] = way.route.endpoint
-        held = scope.get("path_params")
-        scope["path_params"] = {**held, **params} if held else params
+        # name), its endpoint and the path parameters.
+        enter_route(scope, way.route, params)
         try:
             await way.app.get(scope, receive, send)
         except (CatalogError, HTTPException) as exc:

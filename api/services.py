@@ -186,7 +186,6 @@ class Services:
             max_read_bytes=settings.max_metadata_file_bytes,
             read_timeout_s=settings.storage_read_timeout_seconds,
         )
-        catalog.exit_after_commits(settings.fault_exit_after_commits)
         catalog.storage_policy = StoragePolicy(
             file_roots=tuple(Location.parse(root) for root in settings.file_warehouse_roots),
             s3_endpoint_hosts=settings.s3_endpoint_hosts,

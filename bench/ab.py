@@ -72,6 +72,14 @@ class TreeServer:
         self.has_table = False  # the loadTable scenario's table, made on first use
         httpx.post(self.catalog + "/namespaces", json={"namespace": ["bench"]}).raise_for_status()
 
+    def make_table(self) -> None:
+        """The loadTable scenarios' table bench.one (a 1-snapshot table), once."""
+        if not self.has_table:
+            httpx.post(
+                self.catalog + "/namespaces/bench/tables", json={"name": "one", "schema": SCHEMA}
+            ).raise_for_status()
+            self.has_table = True
+
     def append_stats(self) -> tuple[float, float, float]:
         """(appends, seconds in them, commands they carried) from /metrics."""
         text = httpx.get(self.base + "/metrics").text
@@ -138,11 +146,7 @@ def creates(server: TreeServer, tag: str, clients: int, duration: float) -> dict
 
 
 def loads(server: TreeServer, clients: int, duration: float) -> dict[str, Any]:
-    if not server.has_table:
-        httpx.post(
-            server.catalog + "/namespaces/bench/tables", json={"name": "one", "schema": SCHEMA}
-        ).raise_for_status()
-        server.has_table = True
+    server.make_table()
     url = f"{server.catalog}/namespaces/bench/tables/one?snapshots=all"
     out = subprocess.run(
         ["wrk", f"-t{min(2, clients)}", f"-c{clients}", f"-d{int(duration)}s", "--latency", url],

@@ -7,8 +7,9 @@ commit (`POST .../tables/t`) is never answered (the client's 170 s timeout ends 
 with `ICELOG_PG_MAX_CONNECTIONS` 3 or 100 alike, and on the code before issue 32 (3926830)
 as well; with 8 or 30 clients every request answers 200 in 2-5 s. The handler thread pool
 holds 40 threads (api/threads.py), which points at thread starvation in the commit path
-(the group committer, api/batched_writes.py), not at the connection pools. Prints the
-statuses, the time, and the server log's errors.
+(the group committer), not at the connection pools; it still hangs with uvicorn's own
+protocol (no batched writes, checked the same day). Prints the statuses, the time, and
+the server log's errors.
 """
 
 from __future__ import annotations

@@ -170,11 +170,6 @@ class CatalogBase(Application[UUID]):
         # A lambda, not the bound hook: the hook is set after construction.
         self._committer = GroupCommitter(self, on_append=lambda s, n: self.on_append(s, n))  # noqa: PLW0108
 
-    def exit_after_commits(self, count: int) -> None:
-        """Fault injection for tests: the process dies right after the `count`-th table
-        commit lands, before it is answered (ICELOG_FAULT_EXIT_AFTER_COMMITS)."""
-        self._committer.exit_after_commits = count
-
     def close(self) -> None:
         self._committer.close()
         super().close()

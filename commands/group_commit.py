@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -24,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eventsourcing.application import ProcessingEvent
+from eventsourcing.application import ProcessingEvent, project_aggregate
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
@@ -52,13 +51,19 @@ class _Save:
 
 class GroupCommitter:
     def __init__(
-        self, app: Application[Any], on_append: Callable[[float, int], None] | None = None
+        self,
+        app: Application[Any],
+        on_append: Callable[[float, int], None] | None = None,
+        after_append: Callable[[Sequence[Any]], None] | None = None,
     ) -> None:
         self._app = app
         # Told the duration of each append transaction and how many saves it carried.
         self._on_append = on_append or (lambda _seconds, _saves: None)
+        # Told the events of each append once they are in and before any caller hears of
+        # it: the window in which a process may die with its commits landed but not
+        # answered (tests/support/dying_server.py observes it to die there).
+        self._after_append = after_append or (lambda _events: None)
         self._queue: queue.SimpleQueue[_Save | None] = queue.SimpleQueue()
-        self.exit_after_commits = 0  # fault injection, see _fault_after_append
         self._thread = threading.Thread(target=self._run, name="icelog-group-commit", daemon=True)
         self._thread.start()
 
@@ -119,10 +124,31 @@ class GroupCommitter:
         # After the callers are on their way: a snapshot reads the aggregate back, and the
         # writers waiting on this append need nothing from it.
         try:
-            self._app._take_snapshots(processing)
+            self._take_snapshots(processing)
         except Exception:
             # Snapshots only make loading faster; the next save takes them again.
             log.warning("could not take snapshots after an append", exc_info=True)
+
+    def _take_snapshots(self, processing: ProcessingEvent[Any]) -> None:
+        """What `Application.save()` does after its insert, through the library's public
+        snapshot API: a snapshot of each saved aggregate whose new version is a multiple
+        of its type's `snapshotting_intervals`."""
+        app = self._app
+        if app.snapshots is None or not app.snapshotting_intervals:
+            return
+        for event in processing.events:
+            aggregate = processing.aggregates.get(event.originator_id)
+            if aggregate is None:
+                continue
+            kind = type(aggregate)
+            interval = app.snapshotting_intervals.get(kind)
+            if interval is None or event.originator_version % interval:
+                continue
+            app.take_snapshot(
+                event.originator_id,
+                version=event.originator_version,
+                projector_func=app.snapshotting_projectors.get(kind, project_aggregate),
+            )
 
     @staticmethod
     def _without_doomed(batch: list[_Save]) -> list[_Save]:
@@ -164,22 +190,12 @@ class GroupCommitter:
         for item in batch:
             offset += len(item.events)
             item.position = ids[offset - 1] if item.events and ids else 0
-        self._fault_after_append(processing.events)
         # The events are in: nothing after this point may report the saves as failed.
+        with contextlib.suppress(Exception):
+            self._after_append(processing.events)
         with contextlib.suppress(Exception):
             self._on_append(time.perf_counter() - started, len(batch))
         return processing
-
-    def _fault_after_append(self, events: list[Any]) -> None:
-        """Fault injection for tests (ICELOG_FAULT_EXIT_AFTER_COMMITS): the process dies,
-        as under `kill -9`, right after the n-th append of a table commit committed and
-        before any caller hears of it — the window issue 16 is about."""
-        if self.exit_after_commits <= 0:
-            return
-        if any(getattr(e, "TOPIC", "") == "icelog.table.committed.v1" for e in events):
-            self.exit_after_commits -= 1
-            if self.exit_after_commits == 0:
-                os._exit(137)
 
     def _map(self, events: list[Any]) -> list[StoredEvent]:
         return [self._app.mapper.to_stored_event(event) for event in events]

@@ -26,7 +26,7 @@ class AuditAnchor(Aggregate):
         request_id: str
 
     class Started(Event, Aggregate.Created):
-        """The first head is about to be recorded."""
+        """The first chain head is about to be recorded (once per catalog, in the same append)."""
 
         TOPIC = "icelog.audit.started.v1"
 
@@ -35,7 +35,14 @@ class AuditAnchor(Aggregate):
             aggregate.link = ""
 
     class HeadRecorded(Event):
-        """The chain's link at log `position` was `link` (hex SHA-256)."""
+        """The audit chainer recorded the hash chain's head: the link at log `position`. Appended by
+        `icelog serve` every ICELOG_AUDIT_ANCHOR_INTERVAL_SECONDS when the log grew, or by `icelog
+        audit chain --anchor`.
+
+        Data fields:
+            position: Log position of the newest chained event.
+            link: The chain's link at that position: hex SHA-256 (see docs/audit.md).
+        """
 
         TOPIC = "icelog.audit.head-recorded.v1"
         position: int

@@ -24,7 +24,14 @@ class NameClaim(Aggregate):
         request_id: str
 
     class Claimed(Event, Aggregate.Created):
-        """A name was claimed for the first time. `name` is the readable full name."""
+        """A name was claimed for the first time, together with the event that takes it: a table or
+        view (`ns.name`) or a warehouse (`<project-id>/<warehouse-name>`).
+
+        Data fields:
+            kind: `table`, `view` or `warehouse`.
+            holder-id: Id of the table, view or warehouse that holds the name.
+            name: The full name: `ns.name`, or `<project-id>/<warehouse-name>`.
+        """
 
         TOPIC = "icelog.name-claim.claimed.v1"
         kind: str
@@ -37,7 +44,12 @@ class NameClaim(Aggregate):
             aggregate.name = self.name
 
     class Reclaimed(Event):
-        """A released name was claimed again."""
+        """A released name was taken again (by a new table or view, an undrop, a rename).
+
+        Data fields:
+            kind: `table`, `view` or `warehouse`.
+            holder-id: Id of the new holder.
+        """
 
         TOPIC = "icelog.name-claim.reclaimed.v1"
         kind: str
@@ -48,7 +60,9 @@ class NameClaim(Aggregate):
             aggregate.holder_id = self.holder_id
 
     class Released(Event):
-        """The holder gave the name up (drop or rename)."""
+        """The holder gave the name up: drop, soft drop, rename (the old name), warehouse rename or
+        delete.
+        """
 
         TOPIC = "icelog.name-claim.released.v1"
 

@@ -26,14 +26,29 @@ class Function(PlacedState, Aggregate):
         TOPIC = "icelog.function.event.v1"
 
     class Created(Event, Placed):
-        """A function was created: `metadata` is the first document, written to
-        `metadata_location` (below `location`)."""
+        """A function was created (`POST /management/v1/warehouse/{id}/namespace/{ns-id}/function`):
+        `metadata` is the first function metadata document (Iceberg UDF spec), already written to
+        `metadata-location`.
+
+        Data fields:
+            metadata: The whole first function metadata document.
+            location: The function's base location (its metadata files are below it).
+        """
 
         TOPIC = "icelog.function.created.v1"
 
     class Replaced(Event):
-        """`changes` (definitions, removals, current versions, doc, properties, secure) were
-        applied at `applied_at_ms` to the document at `previous_metadata_location`."""
+        """A function was replaced (`PUT …/function/{name}`): `changes` were applied at
+        `applied-at-ms` to the document at `previous-metadata-location`, producing
+        `metadata-location` (ADR 0017).
+
+        Data fields:
+            changes: What the request changed, as submitted: `definitions` (each the new current
+                version of its signature), `remove-definitions`, `set-current-versions`, `doc`,
+                `properties`, `secure`.
+            applied-at-ms: When the changes were applied (epoch ms): the new versions' time.
+            previous-metadata-location: The metadata file the changes were applied to.
+        """
 
         TOPIC = "icelog.function.replaced.v1"
         changes: dict[str, Any]
@@ -45,7 +60,9 @@ class Function(PlacedState, Aggregate):
             aggregate.metadata_location = self.metadata_location
 
     class Dropped(Event):
-        """The function is gone from the catalog; its metadata files stay."""
+        """A function was dropped (`DELETE …/function/{name}`, or a recursive namespace drop). Its
+        metadata files stay.
+        """
 
         TOPIC = "icelog.function.dropped.v1"
 

@@ -46,7 +46,12 @@ class Grants(Aggregate):
         TOPIC = "icelog.grants.event.v1"
 
     class Started(Event, Aggregate.Created):
-        """The object's first grant is about to be written (bookkeeping)."""
+        """The first grant on an object is about to be written (bookkeeping; one stream per object).
+
+        Data fields:
+            object-kind: server, project, warehouse, namespace, table, view or role.
+            object-id: The object's id (the server's: its fixed id).
+        """
 
         TOPIC = "icelog.grants.started.v1"
 
@@ -54,12 +59,34 @@ class Grants(Aggregate):
             aggregate.held = set()
 
     class Granted(Event, _GrantEvent):
+        """A relation on an object was granted to a user or a role: `POST
+        /management/v1/permissions/.../assignments` (`writes`), or the first admin at `POST
+        /management/v1/bootstrap`. A grant already held appends nothing.
+
+        Data fields:
+            object-kind: server, project, warehouse, namespace, table, view or role.
+            object-id: The object's id.
+            relation: Lakekeeper's relation: ownership, select, modify, assignee, ...
+            principal-kind: `user` or `role`.
+            principal-id: `oidc~<subject>` or the role's id.
+        """
+
         TOPIC = "icelog.grants.granted.v1"
 
         def apply(self, aggregate: Any) -> None:
             aggregate.held.add(self.grant)
 
     class Revoked(Event, _GrantEvent):
+        """A grant was taken back (`deletes` of an assignments request).
+
+        Data fields:
+            object-kind: As in `granted`.
+            object-id: The object's id.
+            relation: The relation taken back.
+            principal-kind: `user` or `role`.
+            principal-id: `oidc~<subject>` or the role's id.
+        """
+
         TOPIC = "icelog.grants.revoked.v1"
 
         def apply(self, aggregate: Any) -> None:

@@ -78,8 +78,19 @@ class IdempotencyRecord(Aggregate):
         TOPIC = "icelog.idempotency-key.event.v1"
 
     class Claimed(Event, _Claim, _Keyed, Aggregate.Created):
-        """A request with this key started; it may run until `lease_until_ms`. `token`
-        names this claim (a request id may repeat: clients reuse them on retries)."""
+        """A mutating catalog request with an `Idempotency-Key` header claimed the key before
+        running (ADR 0012). Of two requests claiming one key at once — on any replica — one wins;
+        the other waits for its outcome.
+
+        Data fields:
+            key: The Idempotency-Key (a UUID).
+            method: HTTP method of the request.
+            path: Request path.
+            token: Names this claim (a request id may repeat: clients reuse them on retries).
+            claimed-at-ms: When it was claimed (epoch ms).
+            lease-until-ms: Until when the claim holds without an outcome: the request timeout and a
+                little more; after that another request may take it over.
+        """
 
         TOPIC = "icelog.idempotency-key.claimed.v1"
 
@@ -88,13 +99,27 @@ class IdempotencyRecord(Aggregate):
             super().apply(aggregate)
 
     class Reclaimed(Event, _Claim):
-        """Claimed again: the earlier claim ran out without an outcome (its request died),
-        or the recorded outcome outlived the key's lifetime."""
+        """The key was claimed again: its earlier claim ran out (`lease-until-ms`) without the
+        command landing, or it was released after a 5xx, or its recorded outcome outlived
+        ICELOG_IDEMPOTENCY_LIFETIME_SECONDS.
+
+        Data fields:
+            method: HTTP method of the request.
+            path: Request path.
+            token: Names this claim.
+            claimed-at-ms: When it was claimed (epoch ms).
+            lease-until-ms: Until when the claim holds without an outcome.
+        """
 
         TOPIC = "icelog.idempotency-key.reclaimed.v1"
 
     class Landed(Event):
-        """The claimant's command appended its events — in this same append."""
+        """The claimant's command appended its events — in this same append, so a key can land only
+        once, even when a request took over the claim of one that stalled.
+
+        Data fields:
+            metadata-location: The metadata file the command wrote, when it wrote exactly one.
+        """
 
         TOPIC = "icelog.idempotency-key.landed.v1"
         metadata_location: str | None
@@ -105,8 +130,19 @@ class IdempotencyRecord(Aggregate):
             aggregate.landed_at_ms = int(self.timestamp.timestamp() * 1000)
 
     class Completed(Event):
-        """The claimant's request answered `status`; `body` without `metadata` or storage
-        configuration when `metadata_location` is set (rebuilt from there on replay)."""
+        """The request's answer was recorded (2xx, or a 4xx that would not change on retry). A
+        repeat of the key within ICELOG_IDEMPOTENCY_LIFETIME_SECONDS gets it back without running
+        again. Recorded by the claimant, or — when the claimant's request died after its command
+        landed — rebuilt from the log by the next request with the key.
+
+        Data fields:
+            status: HTTP status of the answer.
+            body: The answer's body (JSON text); without `metadata` and storage configuration when
+                `metadata-location` is set (both are rebuilt on replay; vended credentials are never
+                recorded).
+            metadata-location: For table and view answers: their metadata file, else null.
+            recorded-at-ms: When it was recorded (epoch ms).
+        """
 
         TOPIC = "icelog.idempotency-key.completed.v1"
         status: int
@@ -118,7 +154,9 @@ class IdempotencyRecord(Aggregate):
             _outcome(aggregate, self)
 
     class Released(Event):
-        """The claimant gave the key up without landing (a 5xx, which is not final)."""
+        """The claimant answered with a 5xx before its command landed (not a final outcome): the key
+        is free for a retry at once.
+        """
 
         TOPIC = "icelog.idempotency-key.released.v1"
 
@@ -128,6 +166,20 @@ class IdempotencyRecord(Aggregate):
 
     # Written before claims existed: a first outcome recorded after the request ran.
     class Recorded(Event, _Outcome, Aggregate.Created):
+        """Written by releases before claims existed: a first final outcome, recorded after the
+        request ran. Older logs hold it; it is still read.
+
+        Data fields:
+            key: The Idempotency-Key (a UUID).
+            method: HTTP method of the request.
+            path: Request path.
+            status: HTTP status of the recorded answer.
+            body: The answer's body (JSON text); without `metadata` when `metadata-location` is set
+                (the document is re-read from there on replay).
+            metadata-location: For table and view answers: their metadata file, else null.
+            recorded-at-ms: When it was recorded (epoch ms).
+        """
+
         TOPIC = "icelog.idempotency-key.recorded.v1"
 
         def apply(self, aggregate: Any) -> None:
@@ -140,6 +192,19 @@ class IdempotencyRecord(Aggregate):
             _outcome(aggregate, self)
 
     class Rerecorded(Event, _Outcome):
+        """Written by releases before claims existed: the key used again after its lifetime. Older
+        logs hold it; it is still read.
+
+        Data fields:
+            key: The Idempotency-Key (a UUID).
+            method: HTTP method of the request.
+            path: Request path.
+            status: HTTP status of the new answer.
+            body: The new answer's body (JSON text), as for `recorded`.
+            metadata-location: For table and view answers: their metadata file, else null.
+            recorded-at-ms: When it was recorded (epoch ms).
+        """
+
         TOPIC = "icelog.idempotency-key.rerecorded.v1"
 
         def apply(self, aggregate: Any) -> None:

@@ -32,6 +32,15 @@ class Namespace(Protectable, Aggregate):
         request_id: str
 
     class Created(Event, Aggregate.Created):
+        """`createNamespace` (`POST …/namespaces`) for a path that never existed in the warehouse.
+        Appended with `warehouse.namespace-added` (top level); a nested one's append checks that its
+        parent still exists (ADR 0018).
+
+        Data fields:
+            levels: The namespace path, e.g. `["sales", "eu"]`.
+            properties: Its properties.
+        """
+
         TOPIC = "icelog.namespace.created.v1"
         warehouse_id: UUID
         levels: list[str]
@@ -45,6 +54,14 @@ class Namespace(Protectable, Aggregate):
             aggregate.dropped = False
 
     class Recreated(Event):
+        """`createNamespace` for a path that existed before and was dropped: the stream of the old
+        namespace continues (same id), with fresh properties and no children.
+
+        Data fields:
+            levels: The namespace path.
+            properties: Its properties (nothing of the dropped namespace's).
+        """
+
         TOPIC = "icelog.namespace.recreated.v1"
         warehouse_id: UUID
         levels: list[str]
@@ -56,7 +73,13 @@ class Namespace(Protectable, Aggregate):
             aggregate.dropped = False
 
     class PropertiesUpdated(Event):
-        """`updated` were set; `removed` were present and are now gone."""
+        """`updateProperties` (`POST …/namespaces/{ns}/properties`) changed something (a request
+        that changes nothing appends nothing).
+
+        Data fields:
+            updated: Properties set: new keys and changed values only.
+            removed: Keys that were present and are now gone.
+        """
 
         TOPIC = "icelog.namespace.properties-updated.v1"
         updated: dict[str, str]
@@ -70,6 +93,17 @@ class Namespace(Protectable, Aggregate):
             aggregate.properties = props
 
     class ChildAdded(Event):
+        """Bookkeeping, written before ADR 0018 (logs that hold it still replay): a table, view,
+        function or sub-namespace came to live in this namespace (created, registered, renamed into
+        it, undropped), or a soft-dropped table or view was set aside in it (`child-kind`
+        `soft-deleted`). What a namespace holds is now checked in the append of the child's own
+        event and of the namespace's drop.
+
+        Data fields:
+            child-kind: `namespace`, `table`, `view` or `soft-deleted`.
+            child-id: The child's id.
+        """
+
         TOPIC = "icelog.namespace.child-added.v1"
         child_kind: str
         child_id: UUID
@@ -81,6 +115,14 @@ class Namespace(Protectable, Aggregate):
             }
 
     class ChildRemoved(Event):
+        """Bookkeeping, written before ADR 0018: the reverse of `child-added` (the child was
+        dropped, renamed away, soft-dropped, undropped or expired).
+
+        Data fields:
+            child-kind: `namespace`, `table`, `view` or `soft-deleted`.
+            child-id: The child's id.
+        """
+
         TOPIC = "icelog.namespace.child-removed.v1"
         child_kind: str
         child_id: UUID
@@ -92,13 +134,19 @@ class Namespace(Protectable, Aggregate):
             }
 
     class Dropped(Event):
+        """`dropNamespace` (`DELETE …/namespaces/{ns}`, or the management API by id): an empty
+        namespace was dropped; with `?recursive=true` after everything inside was.
+        """
+
         TOPIC = "icelog.namespace.dropped.v1"
 
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
     class ProtectionChanged(Event):
-        """Protection on or off: a protected namespace cannot be dropped."""
+        """Protection switched on or off (`…/namespace/{namespace-id}/protection`). A protected
+        namespace cannot be dropped.
+        """
 
         TOPIC = "icelog.namespace.protection-changed.v1"
         protected: bool

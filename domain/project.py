@@ -22,6 +22,13 @@ class Project(Aggregate):
         request_id: str
 
     class Created(Event, Aggregate.Created):
+        """`POST /management/v1/project`; at first start also the `default` project (nil UUID, actor
+        `system`).
+
+        Data fields:
+            name: The project's name.
+        """
+
         TOPIC = "icelog.project.created.v1"
         name: str
 
@@ -31,6 +38,12 @@ class Project(Aggregate):
             aggregate.warehouse_count = 0
 
     class Renamed(Event):
+        """`POST /management/v1/project/{id}/rename`.
+
+        Data fields:
+            name: The new name.
+        """
+
         TOPIC = "icelog.project.renamed.v1"
         name: str
 
@@ -38,6 +51,12 @@ class Project(Aggregate):
             aggregate.name = self.name
 
     class WarehouseAdded(Event):
+        """Bookkeeping: a warehouse was created in the project (appended with `warehouse.created`).
+
+        Data fields:
+            warehouse-id: The new warehouse.
+        """
+
         TOPIC = "icelog.project.warehouse-added.v1"
         warehouse_id: UUID
 
@@ -45,6 +64,12 @@ class Project(Aggregate):
             aggregate.warehouse_count += 1
 
     class WarehouseRemoved(Event):
+        """Bookkeeping: a warehouse of the project was deleted (with `warehouse.deleted`).
+
+        Data fields:
+            warehouse-id: The deleted warehouse.
+        """
+
         TOPIC = "icelog.project.warehouse-removed.v1"
         warehouse_id: UUID
 
@@ -52,6 +77,8 @@ class Project(Aggregate):
             aggregate.warehouse_count -= 1
 
     class Deleted(Event):
+        """`DELETE /management/v1/project/{id}`: only a project without warehouses."""
+
         TOPIC = "icelog.project.deleted.v1"
 
         def apply(self, aggregate: Any) -> None:

@@ -18,6 +18,14 @@ class Role(Aggregate):
         request_id: str
 
     class Created(Event, Aggregate.Created):
+        """`POST /management/v1/role`; its creator owns it.
+
+        Data fields:
+            project-id: The role's project.
+            name: Unique in the project.
+            description: Free text, or null.
+        """
+
         TOPIC = "icelog.role.created.v1"
         project_id: UUID
         name: str
@@ -30,6 +38,13 @@ class Role(Aggregate):
             aggregate.deleted = False
 
     class Updated(Event):
+        """`POST /management/v1/role/{id}`: a new name or description.
+
+        Data fields:
+            name: The new name.
+            description: Free text, or null.
+        """
+
         TOPIC = "icelog.role.updated.v1"
         name: str
         description: str | None
@@ -39,6 +54,8 @@ class Role(Aggregate):
             aggregate.description = self.description
 
     class Deleted(Event):
+        """`DELETE /management/v1/role/{id}`; its memberships and the grants it held go with it."""
+
         TOPIC = "icelog.role.deleted.v1"
 
         def apply(self, aggregate: Any) -> None:

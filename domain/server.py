@@ -18,7 +18,12 @@ class Server(Aggregate):
         request_id: str
 
     class Bootstrapped(Event, Aggregate.Created):
-        """The server was bootstrapped; terms of use accepted by `actor`."""
+        """The catalog was bootstrapped: once per database, at the first start of `icelog serve`
+        (actor `system`), or by `POST /management/v1/bootstrap`.
+
+        Data fields:
+            is-operator: Whether the bootstrapping user asked to be the operator.
+        """
 
         TOPIC = "icelog.server.bootstrapped.v1"
         is_operator: bool

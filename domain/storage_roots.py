@@ -37,8 +37,12 @@ class StorageRoots(Aggregate):
         request_id: str
 
     class Started(Event, Aggregate.Created):
-        """The registry begins, holding the roots of the warehouses that already existed
-        (a catalog whose log predates it)."""
+        """The registry of warehouse roots began, with the first warehouse created after it existed;
+        it holds the roots of the warehouses that were already there.
+
+        Data fields:
+            roots: Warehouse id → storage root (`file:///…` resolved, or `s3://bucket/prefix`).
+        """
 
         TOPIC = "icelog.storage-roots.started.v1"
         roots: dict[str, str]
@@ -47,6 +51,13 @@ class StorageRoots(Aggregate):
             aggregate.roots = dict(self.roots)
 
     class RootClaimed(Event):
+        """A warehouse was created: its storage root, which overlaps no other warehouse's. Appended
+        with `warehouse.created`.
+
+        Data fields:
+            location: The warehouse's storage root (a `file` root as the system resolves it).
+        """
+
         TOPIC = "icelog.storage-roots.root-claimed.v1"
         warehouse_id: UUID
         location: str
@@ -55,6 +66,8 @@ class StorageRoots(Aggregate):
             aggregate.roots[str(self.warehouse_id)] = self.location
 
     class RootReleased(Event):
+        """A warehouse was deleted: its root is free again. Appended with `warehouse.deleted`."""
+
         TOPIC = "icelog.storage-roots.root-released.v1"
         warehouse_id: UUID
 

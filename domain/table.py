@@ -33,9 +33,16 @@ class Table(Tabular):
         TOPIC = "icelog.table.event.v1"
 
     class Created(Event, tabular.TabularPlaced):
-        """Created by createTable or a create transaction. `metadata` is the first document,
-        written to `metadata_location`; `updates` are what a create transaction submitted
-        (empty for a plain create)."""
+        """A table was created: `createTable` (`POST …/namespaces/{ns}/tables` without
+        `stage-create`), or a create transaction was committed (stage-create, then a commit with
+        `assert-create`). `metadata` is the first metadata document, already written to
+        `metadata-location`.
+
+        Data fields:
+            metadata: The whole first metadata document (Iceberg table metadata JSON).
+            updates: What a create transaction submitted (empty for a plain create).
+            location: The table's base location.
+        """
 
         TOPIC = "icelog.table.created.v1"
         updates: list[dict[str, Any]]
@@ -45,7 +52,15 @@ class Table(Tabular):
             aggregate.purged = False
 
     class Registered(Event, tabular.TabularPlaced):
-        """An existing metadata file was adopted as a new table (registerTable)."""
+        """`registerTable` (`POST …/namespaces/{ns}/register`) adopted an existing metadata file as
+        a new table. The table gets a new id (`tabularid`): it is not the `table-uuid` inside the
+        adopted metadata.
+
+        Data fields:
+            metadata: The adopted metadata document.
+            metadata-location: The adopted metadata file.
+            location: The table's base location (from the metadata).
+        """
 
         TOPIC = "icelog.table.registered.v1"
         registers = True
@@ -55,48 +70,94 @@ class Table(Tabular):
             aggregate.purged = False
 
     class Committed(Event, tabular.Changed):
-        """updateTable: `updates` were applied at `applied_at_ms` to the metadata at
-        `previous_metadata_location`, producing `metadata_location`."""
+        """A commit to the table: `updateTable` (`POST …/namespaces/{ns}/tables/{table}`) or this
+        table's part of a multi-table transaction (`POST …/transactions/commit`, one event per
+        table, all in one append). `updates` were applied at `applied-at-ms` to the metadata at
+        `previous-metadata-location`, producing `metadata-location`.
+        """
 
         TOPIC = "icelog.table.committed.v1"
 
     class Renamed(Event, tabular.Moved):
+        """`renameTable` (`POST …/tables/rename`), within a namespace or into another one of the
+        same warehouse. The envelope (`subject`, `namespace`, `name`) already has the new name.
+
+        Data fields:
+            namespace-id: Id of the namespace it is in now.
+            namespace: Namespace levels now.
+            name: Name now.
+        """
+
         TOPIC = "icelog.table.renamed.v1"
 
     class Dropped(Event, tabular.Dropped):
+        """`dropTable` in a warehouse whose delete profile is `hard` (the default), or a recursive
+        namespace drop: the table is gone at once. With `purge-requested` (`?purgeRequested=true`) a
+        purge task is scheduled in the same append and `table.purged` follows.
+
+        Data fields:
+            purge-requested: Whether the client asked to purge the files (a purge task follows).
+        """
+
         TOPIC = "icelog.table.dropped.v1"
         purge_requested: bool
 
     class Unregistered(Dropped):
-        """unregisterTable: the table left the catalog and its files stay where they are,
-        to be registered again (here or in another catalog). A drop without purge to every
-        projection (it is a `Dropped`), with its own topic for consumers and audit."""
+        """`unregisterTable` (`POST …/namespaces/{ns}/tables/{table}/unregister`, Iceberg's main
+        spec): the table left the catalog at once, whatever the delete profile, and no file was
+        touched — `registerTable` with its last metadata location brings it back. Everything that
+        reads the log treats it as a `table.dropped` without purge.
+
+        Data fields:
+            purge-requested: Always false: no file is touched.
+        """
 
         TOPIC = "icelog.table.unregistered.v1"
 
     class SoftDropped(Event, tabular.SoftDropped):
-        """Dropped in a soft-delete warehouse: the name is free, the table and its files are
-        kept until `expires_at_ms` (delay fixed at drop time), when task
-        `expiration_task_id` makes the drop final; with `purge_requested` its files are
-        purged then."""
+        """`dropTable` in a warehouse with a `soft` delete profile: the name is free at once, but
+        the table and its files are kept until `expires-at-ms` (the delay is fixed at drop time).
+        Until then it can be undropped; then task `expiration-task-id` makes the drop final
+        (`table.expired`).
+
+        Data fields:
+            purge-requested: Whether the drop asked for a purge (it runs when the drop expires).
+        """
 
         TOPIC = "icelog.table.soft-dropped.v1"
         purge_requested: bool
 
     class Undropped(Event, tabular.Undropped):
-        """A soft-dropped table restored with its last metadata, under `name` (its old name
-        unless the undrop asked for another)."""
+        """`POST /management/v1/warehouse/{id}/deleted-tabulars/undrop` restored a soft-dropped
+        table with its last metadata, under `name` (its old name unless the request gave
+        `new-name`). Its expiration task is cancelled in the same append.
+
+        Data fields:
+            namespace: Namespace levels it is restored into (the one it was dropped from).
+            name: Name it is restored under.
+            from-namespace: Namespace levels when it was dropped.
+            from-name: Name when it was dropped.
+        """
 
         TOPIC = "icelog.table.undropped.v1"
 
     class Expired(Event, tabular.Expired):
-        """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
-        namespace drop); `purge_task_id` is the purge that follows, if requested."""
+        """A soft drop became final: `reason` is `"expired"` (the expiration task ran) or
+        `"dropped"` (a recursive namespace drop removed it). `purge-task-id` is the purge that
+        follows when the drop or the namespace drop asked for one.
+        """
 
         TOPIC = "icelog.table.expired.v1"
 
     class Purged(Event):
-        """Files reachable from the table's metadata were deleted after a purge drop."""
+        """The purge task of a drop with `purgeRequested=true` deleted the files reachable from the
+        table's metadata (data and delete files, manifests, manifest lists, statistics, every
+        metadata file the catalog wrote).
+
+        Data fields:
+            deleted-files: Files deleted.
+            missing-files: Files referenced by the metadata that were already gone.
+        """
 
         TOPIC = "icelog.table.purged.v1"
         deleted_files: int
@@ -106,7 +167,10 @@ class Table(Tabular):
             aggregate.purged = True
 
     class ProtectionChanged(Event, tabular.ProtectionChanged):
-        """Protection on or off: a protected table cannot be dropped."""
+        """Protection switched on or off (`POST
+        /management/v1/warehouse/{id}/table/{table-id}/protection`). A protected table cannot be
+        dropped.
+        """
 
         TOPIC = "icelog.table.protection-changed.v1"
 

@@ -47,9 +47,20 @@ class Task(Aggregate):
         request_id: str
 
     class Scheduled(Event, Aggregate.Created):
-        """`queue` work on `entity_kind` `entity_id` in `warehouse_id`, due at `due_at_ms`.
-        `payload` holds what the work needs that the entity may no longer say (never
-        secrets)."""
+        """A task was scheduled, in the same append as its cause: queue `tabular-expiration` by a
+        soft drop (due when the drop expires), queue `tabular-purge` by a drop with purge (due at
+        once).
+
+        Data fields:
+            queue: `tabular-expiration` or `tabular-purge`.
+            warehouse-id: The warehouse of the table or view.
+            entity-kind: `table` or `view`.
+            entity-id: The table or view it works on.
+            due-at-ms: When it is due (epoch ms).
+            max-attempts: How many attempts it gets (ICELOG_TASK_MAX_ATTEMPTS).
+            payload: What the work needs that the entity may no longer say; for a purge the table's
+                last `metadata-location` and `location`. Never secrets.
+        """
 
         TOPIC = "icelog.task.scheduled.v1"
         queue: str
@@ -73,7 +84,9 @@ class Task(Aggregate):
             aggregate.worker = None
 
     class AttemptStarted(Event):
-        """`worker` took the task for attempt number `attempt`."""
+        """A worker took the task for attempt number `attempt`. Only one worker can: the start is an
+        append the event store lets only one worker make.
+        """
 
         TOPIC = "icelog.task.attempt-started.v1"
         attempt: int
@@ -85,8 +98,14 @@ class Task(Aggregate):
             aggregate.worker = self.worker
 
     class AttemptAbandoned(Event):
-        """The attempt's worker stopped without an outcome (its lease ran out: it was
-        killed, or lost its database); the task is due again at once."""
+        """The attempt's worker stopped without an outcome (killed, or it lost its database) and its
+        lease ran out; appended by the worker that takes the task over, just before its own
+        `attempt-started`.
+
+        Data fields:
+            attempt: The abandoned attempt's number.
+            worker: The worker that went away.
+        """
 
         TOPIC = "icelog.task.attempt-abandoned.v1"
         attempt: int
@@ -97,8 +116,15 @@ class Task(Aggregate):
             aggregate.worker = None
 
     class AttemptFailed(Event):
-        """The attempt failed with `error`; retried at `retry_at_ms`, or, when `final`
-        (no attempts left), the task has failed for good."""
+        """The attempt failed with `error`. It is retried at `retry-at-ms` (back-off
+        ICELOG_TASK_RETRY_BACKOFF_SECONDS, doubled per attempt) or, when `final`
+        (ICELOG_TASK_MAX_ATTEMPTS used up), the task has failed for good.
+
+        Data fields:
+            error: `<exception type>: <message>` (at most 2,000 characters).
+            retry-at-ms: When it is due again (epoch ms); unchanged when `final`.
+            final: True when no attempt is left: the task has failed for good.
+        """
 
         TOPIC = "icelog.task.attempt-failed.v1"
         attempt: int
@@ -113,6 +139,14 @@ class Task(Aggregate):
             aggregate.worker = None
 
     class Succeeded(Event):
+        """The attempt finished the work. Appended together with what the work changed
+        (`table.expired`/`view.expired`, `table.purged`).
+
+        Data fields:
+            result: Expiration: `{"expired": true}` (`false` when the tabular was undropped
+                meanwhile); purge: `{"deleted-files": N, "missing-files": N}`.
+        """
+
         TOPIC = "icelog.task.succeeded.v1"
         attempt: int
         worker: str
@@ -123,7 +157,12 @@ class Task(Aggregate):
             aggregate.worker = None
 
     class Cancelled(Event):
-        """No longer needed (`reason`, e.g. the tabular was undropped)."""
+        """The task is no longer needed: its table or view was undropped, or a recursive namespace
+        drop removed it first (`reason`).
+
+        Data fields:
+            reason: `table undropped`, `view undropped`, `table dropped`, `view dropped`.
+        """
 
         TOPIC = "icelog.task.cancelled.v1"
         reason: str

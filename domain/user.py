@@ -42,8 +42,18 @@ class User(Aggregate):
         TOPIC = "icelog.user.event.v1"
 
     class Provisioned(Event, _Profile, Aggregate.Created):
-        """First seen: `how` is `token` (a first authenticated call) or `endpoint`
-        (`POST /management/v1/user`)."""
+        """A user of an identity provider was recorded: by their first authenticated call (`how`:
+        `config-call-creation`, actor the user) or by `POST /management/v1/user`
+        (`create-endpoint`).
+
+        Data fields:
+            user-id: `oidc~<subject>`: the provider's subject (`oid`, `sub`, or
+                ICELOG_OPENID_SUBJECT_CLAIM).
+            name: Display name from the token (`name`, given and family name, ...).
+            email: E-mail from the token (`email`, or `upn` / `preferred_username` with an @).
+            user-type: `human` or `application`.
+            how: Lakekeeper's `last-updated-with`: `config-call-creation` or `create-endpoint`.
+        """
 
         TOPIC = "icelog.user.provisioned.v1"
 
@@ -52,13 +62,27 @@ class User(Aggregate):
             super().apply(aggregate)
 
     class Updated(Event, _Profile):
-        """Name, e-mail or type changed (a later token, or the update endpoint)."""
+        """A user's name, e-mail or type changed: a later token said otherwise
+        (`config-call-creation`), or `PUT /management/v1/user/{id}` (`update-endpoint`). Also brings
+        back a deleted user.
+
+        Data fields:
+            user-id: `oidc~<subject>`.
+            name: The new display name.
+            email: The new e-mail (null: none).
+            user-type: `human` or `application`.
+            how: `config-call-creation` or `update-endpoint`.
+        """
 
         TOPIC = "icelog.user.updated.v1"
 
     class Deleted(Event):
-        """Removed from the catalog; a later authenticated call provisions the user again
-        (as Lakekeeper does), with the grants gone."""
+        """`DELETE /management/v1/user/{id}`; the user's next authenticated call provisions them
+        again.
+
+        Data fields:
+            user-id: `oidc~<subject>`.
+        """
 
         TOPIC = "icelog.user.deleted.v1"
 

@@ -28,48 +28,87 @@ class View(Tabular):
         TOPIC = "icelog.view.event.v1"
 
     class Created(Event, tabular.TabularPlaced):
-        """createView: `metadata` is the first document, written to `metadata_location`."""
+        """`createView` (`POST …/namespaces/{ns}/views`): `metadata` is the first view metadata
+        document, already written to `metadata-location`.
+
+        Data fields:
+            metadata: The whole first view metadata document.
+            location: The view's base location.
+        """
 
         TOPIC = "icelog.view.created.v1"
 
     class Registered(Event, tabular.TabularPlaced):
-        """registerView: an existing view metadata file was adopted."""
+        """`registerView` (`POST …/namespaces/{ns}/register-view`) adopted an existing view metadata
+        file. The view gets a new id: it is not the `view-uuid` inside the metadata.
+
+        Data fields:
+            metadata: The adopted view metadata document.
+            metadata-location: The adopted metadata file.
+            location: The view's base location (from the metadata).
+        """
 
         TOPIC = "icelog.view.registered.v1"
         registers = True
 
     class Replaced(Event, tabular.Changed):
-        """replaceView: `updates` applied at `applied_at_ms` to the previous document."""
+        """`replaceView` (`POST …/namespaces/{ns}/views/{view}`): `updates` were applied at
+        `applied-at-ms` to the document at `previous-metadata-location`, producing
+        `metadata-location`.
+        """
 
         TOPIC = "icelog.view.replaced.v1"
 
     class Renamed(Event, tabular.Moved):
+        """`renameView` (`POST …/views/rename`). The envelope already has the new name.
+
+        Data fields:
+            namespace-id: Id of the namespace it is in now.
+            namespace: Namespace levels now.
+            name: Name now.
+        """
+
         TOPIC = "icelog.view.renamed.v1"
 
     class Dropped(Event, tabular.Dropped):
+        """`dropView` in a warehouse with a `hard` delete profile, or a recursive namespace drop."""
+
         TOPIC = "icelog.view.dropped.v1"
 
     class SoftDropped(Event, tabular.SoftDropped):
-        """Dropped in a soft-delete warehouse: the name is free, the view and its files are
-        kept until `expires_at_ms` (delay fixed at drop time), when task
-        `expiration_task_id` makes the drop final."""
+        """`dropView` in a warehouse with a `soft` delete profile: the name is free, the view is
+        kept until `expires-at-ms`, when task `expiration-task-id` makes the drop final.
+        """
 
         TOPIC = "icelog.view.soft-dropped.v1"
 
     class Undropped(Event, tabular.Undropped):
-        """A soft-dropped view restored with its last metadata, under `name` (its old name
-        unless the undrop asked for another)."""
+        """A soft-dropped view was restored (`…/deleted-tabulars/undrop`) under `name` (its old name
+        unless the request gave `new-name`); its expiration task is cancelled.
+
+        Data fields:
+            namespace: Namespace levels it is restored into.
+            name: Name it is restored under.
+            from-namespace: Namespace levels when it was dropped.
+            from-name: Name when it was dropped.
+        """
 
         TOPIC = "icelog.view.undropped.v1"
 
     class Expired(Event, tabular.Expired):
-        """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
-        namespace drop); `purge_task_id` is the purge that follows, if requested."""
+        """A soft drop of a view became final: `reason` `"expired"` or `"dropped"` (recursive
+        namespace drop). Views have no files to purge, so `purge-task-id` is null.
+
+        Data fields:
+            purge-task-id: Always null for views.
+        """
 
         TOPIC = "icelog.view.expired.v1"
 
     class ProtectionChanged(Event, tabular.ProtectionChanged):
-        """Protection on or off: a protected view cannot be dropped."""
+        """Protection switched on or off (`…/view/{view-id}/protection`). A protected view cannot be
+        dropped.
+        """
 
         TOPIC = "icelog.view.protection-changed.v1"
 

@@ -27,6 +27,16 @@ class Warehouse(Protectable, Aggregate):
         request_id: str
 
     class Created(Event, Aggregate.Created):
+        """`POST /management/v1/warehouse`; at first start also the embedded `default` warehouse
+        (actor `system`). Appended with the project's `project.warehouse-added`.
+
+        Data fields:
+            project-id: The project it belongs to (for good).
+            name: The warehouse's name (unique per project).
+            storage-profile: Where its files live (`type`, `base-location`, …); never secrets.
+            delete-profile: `{"type": "hard"}` or `{"type": "soft", "expiration-seconds": N}`.
+        """
+
         TOPIC = "icelog.warehouse.created.v1"
         project_id: UUID
         name: str
@@ -42,6 +52,12 @@ class Warehouse(Protectable, Aggregate):
             aggregate.deleted = False
 
     class Renamed(Event):
+        """`POST /management/v1/warehouse/{id}/rename`.
+
+        Data fields:
+            name: The new name.
+        """
+
         TOPIC = "icelog.warehouse.renamed.v1"
         name: str
 
@@ -49,6 +65,13 @@ class Warehouse(Protectable, Aggregate):
             aggregate.name = self.name
 
     class NamespaceAdded(Event):
+        """Bookkeeping: a top-level namespace was created in the warehouse (so deleting the
+        warehouse conflicts with a concurrent namespace create).
+
+        Data fields:
+            namespace-id: The top-level namespace's id.
+        """
+
         TOPIC = "icelog.warehouse.namespace-added.v1"
         namespace_id: UUID
 
@@ -56,6 +79,12 @@ class Warehouse(Protectable, Aggregate):
             aggregate.namespace_count += 1
 
     class NamespaceRemoved(Event):
+        """Bookkeeping: a top-level namespace was dropped.
+
+        Data fields:
+            namespace-id: The top-level namespace's id.
+        """
+
         TOPIC = "icelog.warehouse.namespace-removed.v1"
         namespace_id: UUID
 
@@ -63,13 +92,22 @@ class Warehouse(Protectable, Aggregate):
             aggregate.namespace_count -= 1
 
     class Deleted(Event):
+        """`DELETE /management/v1/warehouse/{id}`: only an unprotected warehouse without namespaces
+        and open tasks. Appended with `project.warehouse-removed`.
+        """
+
         TOPIC = "icelog.warehouse.deleted.v1"
 
         def apply(self, aggregate: Any) -> None:
             aggregate.deleted = True
 
     class DeleteProfileChanged(Event):
-        """The delete profile for drops from now on (a drop fixes its own expiry)."""
+        """`POST /management/v1/warehouse/{id}/delete-profile`: what drops do from now on (a soft
+        drop fixes its own expiry at drop time).
+
+        Data fields:
+            delete-profile: `{"type": "hard"}` or `{"type": "soft", "expiration-seconds": N}`.
+        """
 
         TOPIC = "icelog.warehouse.delete-profile-changed.v1"
         delete_profile: dict[str, Any]
@@ -78,8 +116,14 @@ class Warehouse(Protectable, Aggregate):
             aggregate.delete_profile = self.delete_profile
 
     class StorageProfileChanged(Event):
-        """A new storage profile (same storage location; new settings or a new credential
-        reference). Secrets are never in the profile, only the credential's id."""
+        """`POST /management/v1/warehouse/{id}/storage` or `.../storage-credential`: new storage
+        settings or a new credential for the same storage location. The credential itself is never
+        in the log: the profile names it by `credential-id`.
+
+        Data fields:
+            storage-profile: The whole new profile (`type`, `base-location`, S3 settings,
+                `credential-id`); never secrets.
+        """
 
         TOPIC = "icelog.warehouse.storage-profile-changed.v1"
         storage_profile: dict[str, Any]
@@ -88,7 +132,9 @@ class Warehouse(Protectable, Aggregate):
             aggregate.storage_profile = self.storage_profile
 
     class ProtectionChanged(Event):
-        """Protection on or off: a protected warehouse cannot be dropped."""
+        """Protection switched on or off (`POST /management/v1/warehouse/{id}/protection`). A
+        protected warehouse cannot be deleted.
+        """
 
         TOPIC = "icelog.warehouse.protection-changed.v1"
         protected: bool

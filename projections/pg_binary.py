@@ -19,6 +19,8 @@ from uuid import UUID
 from psycopg import pq
 from psycopg.adapt import AdaptersMap, Dumper
 
+WRITTEN_FOR = ((3, 1), (4, 0))  # psycopg versions: from, up to (excluded)
+
 TEXT, BYTEA, INT8, INT4, UUID_OID = 25, 17, 20, 23, 2950
 TEXT_ARRAY, BYTEA_ARRAY, INT8_ARRAY, INT4_ARRAY = 1009, 1001, 1016, 1007
 

@@ -23,6 +23,7 @@ from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
 
 from icelog.projections import pg_binary
+from icelog.projections.adapters.eventsourcing import before_close
 from icelog.projections.append_rows import AppendRows, CommitRow, append_rows
 from icelog.projections.catalog_view import CatalogView
 from icelog.projections.schema import create_statements
@@ -94,13 +95,7 @@ class InlinePostgresRecorder(PostgresApplicationRecorder):
         # The group committer's own connection for plain commits (see HeldConnection); it
         # goes back to the pool before the pool closes.
         self._append_connection = HeldConnection(datastore)
-        close_pool = datastore.close
-
-        def close() -> None:
-            self._append_connection.release()
-            close_pool()
-
-        datastore.close = close  # type: ignore[method-assign]
+        before_close(datastore, self._append_connection.release)
 
     def _function_names(self) -> dict[str, Identifier]:
         return {

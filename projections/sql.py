@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from icelog.domain.errors import NothingAppendedError, ServiceUnavailableError
 from icelog.projections import pg_binary
+from icelog.projections.adapters.eventsourcing import Checkout, wrap_checkout
 
 Datastore = SQLiteDatastore | PostgresDatastore
 log = logging.getLogger("icelog.db")
@@ -112,9 +113,11 @@ def harden_postgres_datastore(datastore: PostgresDatastore) -> None:
       503 (tests/integration/test_lock_timeout.py). Statements that must wait longer set
       their own `SET LOCAL lock_timeout` (migrations, rebuild swaps do).
     """
-    if getattr(datastore, "_icelog_hardened", False):
-        return
-    checkout = datastore.get_connection
+    wrap_checkout(datastore, lambda checkout: _hardened(datastore, checkout))
+
+
+def _hardened(datastore: PostgresDatastore, checkout: Checkout) -> Checkout:
+    """`checkout` (the datastore's own) made as `harden_postgres_datastore` says."""
     attempts = datastore.pool.max_size + 1
     lock_timeout_ms = int(datastore.lock_timeout * 1000)
     configured: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
@@ -145,8 +148,7 @@ def harden_postgres_datastore(datastore: PostgresDatastore) -> None:
                 "The catalog database is unavailable; retry later"
             ) from exc
 
-    datastore.get_connection = get_connection  # type: ignore[method-assign]
-    datastore._icelog_hardened = True  # type: ignore[attr-defined]
+    return get_connection
 
 
 class HeldConnection:

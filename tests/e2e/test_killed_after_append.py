@@ -6,6 +6,7 @@ model and the files all verify."""
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -48,9 +49,9 @@ def test_a_retry_after_the_server_died_between_append_and_answer(
 ) -> None:
     url = pg_database_factory() if backend == "postgres" else None
     data = tmp_path / "icelog"
-    doomed = start_server(
-        data, backend=backend, database_url=url, env={"ICELOG_FAULT_EXIT_AFTER_COMMITS": "1"}
-    )
+    # Dies right after its first table commit is in the log, before answering it.
+    dying = (sys.executable, "-m", "tests.support.dying_server", "1")
+    doomed = start_server(data, backend=backend, database_url=url, icelog=dying)
     base = f"{doomed.base}/catalog/v1"
     schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long",
                                             "required": True}]}  # fmt: skip

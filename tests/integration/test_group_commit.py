@@ -7,7 +7,7 @@ from uuid import uuid4
 
 import pytest
 
-from icelog.commands.group_commit import ConcurrentChange, _Save
+from icelog.commands.group_commit import ConcurrentChange, GroupCommitter, _Save
 from icelog.domain.context import RequestContext
 from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.project import Project
@@ -76,6 +76,26 @@ def test_saves_racing_on_one_version_in_a_batch_fail_without_sinking_the_batch(a
     assert items[0].error is None and items[3].error is None
     assert all(isinstance(i.error, ConcurrentChange) for i in items[1:3])
     assert app.repository.get(pid).name == "r0"
+
+
+def test_the_after_append_observer_sees_each_append_before_its_callers_return(api: Api) -> None:
+    """The hook tests use to die between an append and its answer (tests/support/
+    dying_server.py); a failing observer never fails a save that landed."""
+    app = api.services.catalog
+    seen: list[list[str]] = []
+
+    def observe(events: Any) -> None:
+        seen.append([type(e).__qualname__ for e in events])
+        raise RuntimeError("an observer's failure is not the save's")
+
+    committer = GroupCommitter(app, after_append=observe)
+    try:
+        project = Project.create(project_id=uuid4(), name="seen", actor="t", request_id="r")
+        position = committer.save([project], {})
+        assert seen == [["Project.Created"]] and position > 0
+        assert app.repository.get(project.id).name == "seen"
+    finally:
+        committer.close()
 
 
 # -- PostgreSQL: plain commits appended by one statement (projections/recorders.py) ------------

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,8 +84,10 @@ def start_server(
     database_url: str | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 30.0,
+    icelog: Sequence[str] = (str(ICELOG_BIN),),
 ) -> CatalogServer:
-    """Start ``icelog serve`` and wait until ``GET /health`` answers 200."""
+    """Start ``icelog serve`` and wait until ``GET /health`` answers 200 (`icelog`: the
+    command that stands for `icelog`, e.g. a test-support entry point with hooks)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     child_env = dict(os.environ)
@@ -98,7 +101,7 @@ def start_server(
     log_path = data_dir / "server.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            [str(ICELOG_BIN), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [*icelog, "serve", "--host", "127.0.0.1", "--port", str(port)],
             cwd=REPO_ROOT,
             env=child_env,
             stdout=log_file,

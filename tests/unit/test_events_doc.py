@@ -1,13 +1,17 @@
 """docs/events.md documents every stored event type (regenerate it with
-`.venv/bin/python scripts/events_doc.py` after adding one), and nothing that no longer exists."""
+`.venv/bin/python scripts/events_doc.py --record` after adding one), and nothing that no longer
+exists; it is what scripts/events_doc.py renders from the event classes' docstrings, its
+template and the recorded examples."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import pkgutil
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,8 +85,8 @@ def test_every_stored_event_type_is_documented() -> None:
         if f"io.{topic}" not in sections
     )
     assert not missing, (
-        "docs/events.md lacks these event types; describe them in scripts/events_doc.py "
-        "and run `.venv/bin/python scripts/events_doc.py`:\n  " + "\n  ".join(missing)
+        "docs/events.md lacks these event types; describe them in their classes' docstrings "
+        "and run `.venv/bin/python scripts/events_doc.py --record`:\n  " + "\n  ".join(missing)
     )
 
 
@@ -102,3 +106,17 @@ def test_each_section_has_a_real_example_of_its_type() -> None:
         assert example["specversion"] == "1.0"
         assert re.fullmatch(r"\d{20}", example["sequence"]), example["sequence"]
         assert isinstance(example["data"], dict)
+
+
+def test_the_committed_document_is_the_generated_one() -> None:
+    path = DOC.parents[1] / "scripts" / "events_doc.py"
+    spec = importlib.util.spec_from_file_location("events_doc", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["events_doc"] = module
+    spec.loader.exec_module(module)
+    generated = module.generate()
+    assert DOC.read_text(encoding="utf-8") == generated, (
+        "docs/events.md is not what scripts/events_doc.py renders: run "
+        "`.venv/bin/python scripts/events_doc.py`"
+    )

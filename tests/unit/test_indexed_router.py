@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.routing import BaseRoute, Match
 
+from icelog.api.adapters.starlette import IndexedRouter
 from icelog.api.app import routes
-from icelog.api.routing import IndexedRouter
 from tests.support.route_paths import concrete
 
 ROUTES = routes()
