@@ -37,11 +37,6 @@ class ValidationError(BadRequestError):
     error_type = "ValidationException"
 
 
-class NotAuthorizedError(CatalogError):
-    status = 401
-    error_type = "NotAuthorizedException"
-
-
 class ForbiddenError(CatalogError):
     status = 403
     error_type = "ForbiddenException"

@@ -8,23 +8,24 @@ submitted changes with the time they were applied: folding them with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.errors import NoSuchFunctionError
+from icelog.domain.tabular import Placed, PlacedState, TabularEvent
 
-class Function(Aggregate):
+
+class Function(PlacedState, Aggregate):
     """An Iceberg function (UDF) in a warehouse namespace."""
 
     TOPIC = "icelog.function"
 
-    class Event(Aggregate.Event):
+    class Event(TabularEvent):
         TOPIC = "icelog.function.event.v1"
-        actor: str
-        request_id: str
 
-    class Created(Event, Aggregate.Created):
+    class Created(Event, Placed):
         """A function was created (`POST /management/v1/warehouse/{id}/namespace/{ns-id}/function`):
         `metadata` is the first function metadata document (Iceberg UDF spec), already written to
         `metadata-location`.
@@ -35,22 +36,6 @@ class Function(Aggregate):
         """
 
         TOPIC = "icelog.function.created.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.warehouse_id = self.warehouse_id
-            aggregate.namespace_id = self.namespace_id
-            aggregate.namespace = list(self.namespace)
-            aggregate.name = self.name
-            aggregate.location = self.location
-            aggregate.metadata_location = self.metadata_location
-            aggregate.dropped = False
 
     class Replaced(Event):
         """A function was replaced (`PUT …/function/{name}`): `changes` were applied at
@@ -84,16 +69,10 @@ class Function(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.dropped = True
 
-    # State is set by the events' apply(); declared for type checkers only, because
-    # class annotations would make the library generate an __init__ from them.
-    if TYPE_CHECKING:
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
+    def ensure_live(self) -> None:
+        """A dropped function is gone under its name."""
+        if self.dropped:
+            raise NoSuchFunctionError(f"Function does not exist: {self.dotted}")
 
     @classmethod
     def create(cls, *, function_id: UUID, **fields: Any) -> Function:
@@ -109,6 +88,7 @@ class Function(Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.Replaced,
             changes=changes,
@@ -120,4 +100,5 @@ class Function(Aggregate):
         )
 
     def drop(self, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)

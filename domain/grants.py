@@ -20,15 +20,30 @@ def grants_id(obj: ObjectRef) -> UUID:
     return uuid5(ICELOG_NAMESPACE, f"grants:{obj.kind}:{obj.id}")
 
 
+class _GrantsEvent(Aggregate.Event):
+    actor: str
+    request_id: str
+    object_kind: str
+    object_id: str
+
+
+class _GrantEvent(_GrantsEvent):
+    """One grant written or deleted."""
+
+    relation: str
+    principal_kind: str
+    principal_id: str
+
+    @property
+    def grant(self) -> Grant:
+        return (self.relation, self.principal_kind, self.principal_id)
+
+
 class Grants(Aggregate):
     TOPIC = "icelog.grants"
 
-    class Event(Aggregate.Event):
+    class Event(_GrantsEvent):
         TOPIC = "icelog.grants.event.v1"
-        actor: str
-        request_id: str
-        object_kind: str
-        object_id: str
 
     class Started(Event, Aggregate.Created):
         """The first grant on an object is about to be written (bookkeeping; one stream per object).
@@ -43,7 +58,7 @@ class Grants(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.held = set()
 
-    class Granted(Event):
+    class Granted(Event, _GrantEvent):
         """A relation on an object was granted to a user or a role: `POST
         /management/v1/permissions/.../assignments` (`writes`), or the first admin at `POST
         /management/v1/bootstrap`. A grant already held appends nothing.
@@ -57,14 +72,11 @@ class Grants(Aggregate):
         """
 
         TOPIC = "icelog.grants.granted.v1"
-        relation: str
-        principal_kind: str
-        principal_id: str
 
         def apply(self, aggregate: Any) -> None:
-            aggregate.held.add((self.relation, self.principal_kind, self.principal_id))
+            aggregate.held.add(self.grant)
 
-    class Revoked(Event):
+    class Revoked(Event, _GrantEvent):
         """A grant was taken back (`deletes` of an assignments request).
 
         Data fields:
@@ -76,12 +88,9 @@ class Grants(Aggregate):
         """
 
         TOPIC = "icelog.grants.revoked.v1"
-        relation: str
-        principal_kind: str
-        principal_id: str
 
         def apply(self, aggregate: Any) -> None:
-            aggregate.held.discard((self.relation, self.principal_kind, self.principal_id))
+            aggregate.held.discard(self.grant)
 
     if TYPE_CHECKING:
         held: set[Grant]

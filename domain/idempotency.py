@@ -32,6 +32,41 @@ def idempotency_id(key: str) -> UUID:
     return uuid5(ICELOG_NAMESPACE, f"idempotency:{key.lower()}")
 
 
+class _KeyEvent(Aggregate.Event):
+    actor: str
+    request_id: str
+
+
+class _Keyed(_KeyEvent):
+    key: str
+
+
+class _Claim(_KeyEvent):
+    """A claim: who may run the key's command, until `lease_until_ms`. (`Claimed` puts
+    the key first: its bases are listed so that `_Keyed`'s field comes before these.)"""
+
+    method: str
+    path: str
+    token: str
+    claimed_at_ms: int
+    lease_until_ms: int
+
+    def apply(self, aggregate: Any) -> None:
+        _claim(aggregate, self)
+
+
+class _Outcome(_Keyed):
+    """A request's outcome recorded in one event, with what it was asked (the body both
+    recording events share; `Completed` came later and records only the outcome)."""
+
+    method: str
+    path: str
+    status: int
+    body: str
+    metadata_location: str | None
+    recorded_at_ms: int
+
+
 class IdempotencyRecord(Aggregate):
     """A key's claim, whether its command landed, and what the request answered. Table and
     view results are kept as their (immutable) metadata location, never the document nor
@@ -39,12 +74,10 @@ class IdempotencyRecord(Aggregate):
 
     TOPIC = "icelog.idempotency-key"
 
-    class Event(Aggregate.Event):
+    class Event(_KeyEvent):
         TOPIC = "icelog.idempotency-key.event.v1"
-        actor: str
-        request_id: str
 
-    class Claimed(Event, Aggregate.Created):
+    class Claimed(Event, _Claim, _Keyed, Aggregate.Created):
         """A mutating catalog request with an `Idempotency-Key` header claimed the key before
         running (ADR 0012). Of two requests claiming one key at once — on any replica — one wins;
         the other waits for its outcome.
@@ -60,18 +93,12 @@ class IdempotencyRecord(Aggregate):
         """
 
         TOPIC = "icelog.idempotency-key.claimed.v1"
-        key: str
-        method: str
-        path: str
-        token: str
-        claimed_at_ms: int
-        lease_until_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.key = self.key
-            _claim(aggregate, self)
+            super().apply(aggregate)
 
-    class Reclaimed(Event):
+    class Reclaimed(Event, _Claim):
         """The key was claimed again: its earlier claim ran out (`lease-until-ms`) without the
         command landing, or it was released after a 5xx, or its recorded outcome outlived
         ICELOG_IDEMPOTENCY_LIFETIME_SECONDS.
@@ -85,14 +112,6 @@ class IdempotencyRecord(Aggregate):
         """
 
         TOPIC = "icelog.idempotency-key.reclaimed.v1"
-        method: str
-        path: str
-        token: str
-        claimed_at_ms: int
-        lease_until_ms: int
-
-        def apply(self, aggregate: Any) -> None:
-            _claim(aggregate, self)
 
     class Landed(Event):
         """The claimant's command appended its events — in this same append, so a key can land only
@@ -146,7 +165,7 @@ class IdempotencyRecord(Aggregate):
             aggregate.lease_until_ms = 0
 
     # Written before claims existed: a first outcome recorded after the request ran.
-    class Recorded(Event, Aggregate.Created):
+    class Recorded(Event, _Outcome, Aggregate.Created):
         """Written by releases before claims existed: a first final outcome, recorded after the
         request ran. Older logs hold it; it is still read.
 
@@ -162,13 +181,6 @@ class IdempotencyRecord(Aggregate):
         """
 
         TOPIC = "icelog.idempotency-key.recorded.v1"
-        key: str
-        method: str
-        path: str
-        status: int
-        body: str
-        metadata_location: str | None
-        recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.key = self.key
@@ -179,7 +191,7 @@ class IdempotencyRecord(Aggregate):
             aggregate.landed_at_ms = self.recorded_at_ms
             _outcome(aggregate, self)
 
-    class Rerecorded(Event):
+    class Rerecorded(Event, _Outcome):
         """Written by releases before claims existed: the key used again after its lifetime. Older
         logs hold it; it is still read.
 
@@ -194,13 +206,6 @@ class IdempotencyRecord(Aggregate):
         """
 
         TOPIC = "icelog.idempotency-key.rerecorded.v1"
-        key: str
-        method: str
-        path: str
-        status: int
-        body: str
-        metadata_location: str | None
-        recorded_at_ms: int
 
         def apply(self, aggregate: Any) -> None:
             aggregate.method, aggregate.path = self.method, self.path
@@ -249,16 +254,8 @@ class IdempotencyRecord(Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
-        self.trigger_event(
-            self.Reclaimed,
-            method=method,
-            path=path,
-            token=token,
-            claimed_at_ms=now_ms,
-            lease_until_ms=now_ms + lease_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+        claim = _claim_fields(method, path, token, now_ms, lease_ms)
+        self.trigger_event(self.Reclaimed, **claim, actor=actor, request_id=request_id)
 
     def land(self, metadata_location: str | None, *, actor: str, request_id: str) -> None:
         self.trigger_event(
@@ -318,18 +315,27 @@ def new_claim(
     actor: str,
     request_id: str,
 ) -> IdempotencyRecord:
+    claim = _claim_fields(method, path, token, now_ms, lease_ms)
     return IdempotencyRecord._create(
         IdempotencyRecord.Claimed,
         id=idempotency_id(key),
         key=key,
-        method=method,
-        path=path,
-        token=token,
-        claimed_at_ms=now_ms,
-        lease_until_ms=now_ms + lease_ms,
+        **claim,
         actor=actor,
         request_id=request_id,
     )
+
+
+def _claim_fields(method: str, path: str, token: str, now_ms: int, lease_ms: int) -> dict[str, Any]:
+    """A claim's fields, as `Claimed` and `Reclaimed` carry them: it runs until its lease
+    ends `lease_ms` from now."""
+    return {
+        "method": method,
+        "path": path,
+        "token": token,
+        "claimed_at_ms": now_ms,
+        "lease_until_ms": now_ms + lease_ms,
+    }
 
 
 # -- the claim a request holds, seen by the command's append ---------------------------------

@@ -11,16 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from icelog.domain.errors import BadRequestError, IllegalArgumentError, ValidationError
-from icelog.domain.metadata_state import SUPPORTED_FORMAT_VERSIONS, MetadataState, is_int
+from icelog.domain.metadata_state import SUPPORTED_FORMAT_VERSIONS, MetadataState
 from icelog.domain.properties import reject_secret_properties
-from icelog.domain.schema_ids import is_int64, prepare_schema
+from icelog.domain.schema_ids import prepare_schema
+from icelog.domain.schema_types import is_int, is_int64
+from icelog.domain.snapshot_updates import check_snapshot_fields, check_statistics
 from icelog.domain.specs import (
     check_order_compatibility,
     check_spec_compatibility,
     normalize_transform,
     source_ids,
 )
-from icelog.domain.table_updates import check_snapshot_fields, check_statistics
 from icelog.domain.view_updates import parse_view_version
 
 

@@ -21,14 +21,8 @@ DEFAULT_FORMAT_VERSION = 2
 MIN_NULL_CURRENT_SNAPSHOT_VERSION = 3
 MIN_ROW_LINEAGE_VERSION = 3
 MAIN_BRANCH = "main"
-LAST_ADDED = -1
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
-
-
-def is_int(value: Any) -> bool:
-    """A JSON integer; `bool` is an `int` subclass in Python but never an id."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def refs_of(metadata: Metadata) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.protection import Protectable
+from icelog.domain.errors import AlreadyExistsError, NoSuchNamespaceError
+from icelog.domain.protection import Protectable, ensure_unprotected
 
 CHILD_KINDS = ("namespace", "table", "view")
 
@@ -23,6 +24,7 @@ class Namespace(Protectable, Aggregate):
     """
 
     TOPIC = "icelog.namespace"
+    KIND = "Namespace"
 
     class Event(Aggregate.Event):
         TOPIC = "icelog.namespace.event.v1"
@@ -182,8 +184,21 @@ class Namespace(Protectable, Aggregate):
             request_id=request_id,
         )
 
+    @property
+    def dotted(self) -> str:
+        """The namespace's name as Iceberg messages print it (`a.b`)."""
+        return ".".join(self.levels)
+
+    # -- rules -----------------------------------------------------------------------------
+    def ensure_live(self) -> None:
+        if self.dropped:
+            raise NoSuchNamespaceError(f"Namespace does not exist: {self.dotted}")
+
+    # -- commands --------------------------------------------------------------------------
     def recreate(self, properties: dict[str, str], *, actor: str, request_id: str) -> None:
-        assert self.dropped
+        # Only a dropped namespace is created again (its id is derived from its name).
+        if not self.dropped:
+            raise AlreadyExistsError(f"Namespace already exists: {self.dotted}")
         self.trigger_event(
             self.Recreated,
             warehouse_id=self.warehouse_id,
@@ -196,6 +211,7 @@ class Namespace(Protectable, Aggregate):
     def update_properties(
         self, updated: dict[str, str], removed: list[str], *, actor: str, request_id: str
     ) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.PropertiesUpdated,
             updated=updated,
@@ -205,4 +221,6 @@ class Namespace(Protectable, Aggregate):
         )
 
     def drop(self, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
+        ensure_unprotected(self.is_protected, f"Namespace {self.dotted}")
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)

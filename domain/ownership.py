@@ -5,10 +5,12 @@ which grants end with the object or principal an event removes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import singledispatch
 
 from icelog.domain.namespace import Namespace
-from icelog.domain.permissions import ObjectRef, PrincipalRef
+from icelog.domain.permissions import Kind, ObjectRef, PrincipalRef
 from icelog.domain.project import Project
 from icelog.domain.role import Role
 from icelog.domain.table import Table
@@ -22,18 +24,30 @@ def owned_by_creation(event: object) -> ObjectRef | None:
     actor = getattr(event, "actor", "")
     if not isinstance(actor, str) or not is_user_id(actor):
         return None
-    oid = str(getattr(event, "originator_id", ""))
-    if isinstance(event, (Table.Created, Table.Registered)):
-        return ObjectRef("table", oid)
-    if isinstance(event, (View.Created, View.Registered)):
-        return ObjectRef("view", oid)
-    if isinstance(event, (Namespace.Created, Namespace.Recreated)):
-        return ObjectRef("namespace", oid)
-    if isinstance(event, Warehouse.Created):
-        return ObjectRef("warehouse", oid)
-    if isinstance(event, Role.Created):
-        return ObjectRef("role", oid)
+    kind = _created_kind(event)
+    return None if kind is None else ObjectRef(kind, str(getattr(event, "originator_id", "")))
+
+
+@singledispatch
+def _created_kind(event: object) -> Kind | None:
+    """The kind of object `event` creates (its creator owns it), or None."""
     return None
+
+
+def _constant(kind: Kind) -> Callable[[object], Kind]:
+    return lambda _event: kind
+
+
+_CREATED_BY: tuple[tuple[Kind, tuple[type, ...]], ...] = (
+    ("table", (Table.Created, Table.Registered)),
+    ("view", (View.Created, View.Registered)),
+    ("namespace", (Namespace.Created, Namespace.Recreated)),
+    ("warehouse", (Warehouse.Created,)),
+    ("role", (Role.Created,)),
+)
+for _kind, _classes in _CREATED_BY:
+    for _class in _classes:
+        _created_kind.register(_class, _constant(_kind))
 
 
 @dataclass(frozen=True)
@@ -48,39 +62,37 @@ class GrantsEnded:
     held_by: PrincipalRef | None = None
 
 
+@singledispatch
 def grants_ended_by(event: object) -> GrantsEnded | None:
     """Which grants `event` ends, or None. A soft drop ends none (an undrop brings the
     table or view back with its rights); its expiry, or a purge, ends them."""
-    if not isinstance(event, _ENDING):
-        return None
-    oid = str(getattr(event, "originator_id", ""))
-    if isinstance(event, Namespace.Dropped):
-        return GrantsEnded(on=ObjectRef("namespace", oid))
+    return None
+
+
+def _ends_grants_on(kind: Kind) -> Callable[[object], GrantsEnded]:
+    return lambda event: GrantsEnded(on=ObjectRef(kind, str(getattr(event, "originator_id", ""))))
+
+
+_ENDED_WITH: tuple[tuple[Kind, tuple[type, ...]], ...] = (
+    ("namespace", (Namespace.Dropped,)),
     # Table.Unregistered is a Table.Dropped.
-    if isinstance(event, (Table.Dropped, Table.Expired, Table.Purged)):
-        return GrantsEnded(on=ObjectRef("table", oid))
-    if isinstance(event, (View.Dropped, View.Expired)):
-        return GrantsEnded(on=ObjectRef("view", oid))
-    if isinstance(event, Warehouse.Deleted):
-        return GrantsEnded(on=ObjectRef("warehouse", oid))
-    if isinstance(event, Project.Deleted):
-        return GrantsEnded(on=ObjectRef("project", oid))
-    if isinstance(event, Role.Deleted):
-        # Its memberships and the grants on it, and the grants the role held.
-        return GrantsEnded(on=ObjectRef("role", oid), held_by=PrincipalRef("role", oid))
-    assert isinstance(event, User.Deleted)
-    return GrantsEnded(held_by=PrincipalRef("user", event.user_id))
-
-
-_ENDING = (
-    Namespace.Dropped,
-    Table.Dropped,
-    Table.Expired,
-    Table.Purged,
-    View.Dropped,
-    View.Expired,
-    Warehouse.Deleted,
-    Project.Deleted,
-    Role.Deleted,
-    User.Deleted,
+    ("table", (Table.Dropped, Table.Expired, Table.Purged)),
+    ("view", (View.Dropped, View.Expired)),
+    ("warehouse", (Warehouse.Deleted,)),
+    ("project", (Project.Deleted,)),
 )
+for _kind, _classes in _ENDED_WITH:
+    for _class in _classes:
+        grants_ended_by.register(_class, _ends_grants_on(_kind))
+
+
+@grants_ended_by.register(Role.Deleted)
+def _(event: Role.Deleted) -> GrantsEnded:
+    # Its memberships and the grants on it, and the grants the role held.
+    oid = str(event.originator_id)
+    return GrantsEnded(on=ObjectRef("role", oid), held_by=PrincipalRef("role", oid))
+
+
+@grants_ended_by.register(User.Deleted)
+def _(event: User.Deleted) -> GrantsEnded:
+    return GrantsEnded(held_by=PrincipalRef("user", event.user_id))

@@ -7,6 +7,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.errors import NoSuchProjectError, NotEmptyError
+
 
 class Project(Aggregate):
     """A project. `warehouse_count` makes "delete only when empty" safe under concurrency:
@@ -95,18 +97,29 @@ class Project(Aggregate):
             cls.Created, id=project_id, name=name, actor=actor, request_id=request_id
         )
 
+    def ensure_live(self) -> None:
+        """A deleted project is gone: nothing is changed in it any more."""
+        if self.deleted:
+            raise NoSuchProjectError(f"Project does not exist: {self.id}")
+
     def rename(self, name: str, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
 
     def add_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.WarehouseAdded, warehouse_id=warehouse_id, actor=actor, request_id=request_id
         )
 
     def remove_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.WarehouseRemoved, warehouse_id=warehouse_id, actor=actor, request_id=request_id
         )
 
     def delete(self, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
+        if self.warehouse_count > 0:
+            raise NotEmptyError(f"Project {self.id} still has {self.warehouse_count} warehouse(s)")
         self.trigger_event(self.Deleted, actor=actor, request_id=request_id)

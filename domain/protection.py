@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+from uuid import UUID
 
-from icelog.domain.errors import ConflictError
+from icelog.domain.errors import ConflictError, NotFoundError
 
 
 class ProtectedError(ConflictError):
@@ -22,8 +23,14 @@ class Protectable:
     """Mixin for the aggregates that can be protected; each defines its own
     `ProtectionChanged` event class (with its own topic)."""
 
-    ProtectionChanged: Any
-    trigger_event: Any
+    # Declared for type checkers only: annotations on an aggregate's bases would make the
+    # library generate an __init__ from them.
+    if TYPE_CHECKING:
+        ProtectionChanged: Any
+        trigger_event: Any
+        id: UUID
+        # How messages name the kind ("Table", "Namespace", ...).
+        KIND: ClassVar[str]
 
     @property
     def is_protected(self) -> bool:
@@ -31,6 +38,9 @@ class Protectable:
         return bool(getattr(self, "protected", False))
 
     def set_protection(self, protected: bool, *, actor: str, request_id: str) -> None:
+        # A dropped or deleted one is gone: there is nothing left to protect.
+        if getattr(self, "dropped", False) or getattr(self, "deleted", False):
+            raise NotFoundError(f"{self.KIND} does not exist: {self.id}")
         self.trigger_event(
             self.ProtectionChanged, protected=protected, actor=actor, request_id=request_id
         )

@@ -14,10 +14,12 @@ from typing import Any
 from icelog.domain.errors import IllegalArgumentError, ValidationError
 from icelog.domain.metadata_rules import legacy
 from icelog.domain.schema_ids import (
-    INT_MAX,
-    brief,
     id_to_name,
     id_to_type,
+)
+from icelog.domain.schema_types import (
+    INT_MAX,
+    brief,
     is_int32,
     is_primitive,
     primitive_name,

@@ -6,6 +6,9 @@ server writes. The events carry enough to rebuild every metadata document from
 the log alone: the initial document on create/register, then per commit the
 submitted updates, the time they were applied at and the resulting location.
 Commits therefore stay linear in size, never the whole metadata per event.
+
+What tables share with views (events' bodies, rules) is in `domain/tabular.py`;
+here is what only a table has: commits, unregister, purge.
 """
 
 from __future__ import annotations
@@ -13,30 +16,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-
-from icelog.domain.lifecycle import (
-    SoftDeletable,
-    apply_expired,
-    apply_soft_dropped,
-    apply_undropped,
-)
-from icelog.domain.locations import location_set_by, normalize_location
-from icelog.domain.metadata_rules import CURRENT, LEGACY
-from icelog.domain.protection import Protectable
+from icelog.domain import tabular
+from icelog.domain.errors import ConflictError, NoSuchTableError
+from icelog.domain.tabular import Tabular
 
 
-class Table(Protectable, SoftDeletable, Aggregate):
+class Table(Tabular):
     """An Iceberg table registered in a warehouse namespace."""
 
     TOPIC = "icelog.table"
+    KIND = "Table"
+    CHANGE_EVENT = "Committed"
+    NOT_FOUND = NoSuchTableError
 
-    class Event(Aggregate.Event):
+    class Event(tabular.TabularEvent):
         TOPIC = "icelog.table.event.v1"
-        actor: str
-        request_id: str
 
-    class Created(Event, Aggregate.Created):
+    class Created(Event, tabular.TabularPlaced):
         """A table was created: `createTable` (`POST …/namespaces/{ns}/tables` without
         `stage-create`), or a create transaction was committed (stage-create, then a commit with
         `assert-create`). `metadata` is the first metadata document, already written to
@@ -49,19 +45,13 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.created.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
         updates: list[dict[str, Any]]
 
         def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
+            super().apply(aggregate)
+            aggregate.purged = False
 
-    class Registered(Event, Aggregate.Created):
+    class Registered(Event, tabular.TabularPlaced):
         """`registerTable` (`POST …/namespaces/{ns}/register`) adopted an existing metadata file as
         a new table. The table gets a new id (`tabularid`): it is not the `table-uuid` inside the
         adopted metadata.
@@ -73,18 +63,13 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.registered.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
+        registers = True
 
         def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
+            super().apply(aggregate)
+            aggregate.purged = False
 
-    class Committed(Event):
+    class Committed(Event, tabular.Changed):
         """A commit to the table: `updateTable` (`POST …/namespaces/{ns}/tables/{table}`) or this
         table's part of a multi-table transaction (`POST …/transactions/commit`, one event per
         table, all in one append). `updates` were applied at `applied-at-ms` to the metadata at
@@ -92,28 +77,8 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.committed.v1"
-        requirements: list[dict[str, Any]]
-        updates: list[dict[str, Any]]
-        previous_metadata_location: str
-        metadata_location: str
-        applied_at_ms: int
-        # The metadata rules the updates were applied under (domain/metadata_rules.py):
-        # a replay applies the same ones. Events from before the field are rules 1.
-        rules: int
 
-        class_version = 2
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["rules"] = LEGACY
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.metadata_location = self.metadata_location
-            moved = location_set_by(self.updates)
-            if moved is not None:  # purge and undrop act on where the table is now
-                aggregate.location = normalize_location(moved)
-
-    class Renamed(Event):
+    class Renamed(Event, tabular.Moved):
         """`renameTable` (`POST …/tables/rename`), within a namespace or into another one of the
         same warehouse. The envelope (`subject`, `namespace`, `name`) already has the new name.
 
@@ -124,18 +89,8 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.renamed.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.namespace_id = self.namespace_id
-            aggregate.namespace = list(self.namespace)
-            aggregate.name = self.name
-
-    class Dropped(Event):
+    class Dropped(Event, tabular.Dropped):
         """`dropTable` in a warehouse whose delete profile is `hard` (the default), or a recursive
         namespace drop: the table is gone at once. With `purge-requested` (`?purgeRequested=true`) a
         purge task is scheduled in the same append and `table.purged` follows.
@@ -146,9 +101,6 @@ class Table(Protectable, SoftDeletable, Aggregate):
 
         TOPIC = "icelog.table.dropped.v1"
         purge_requested: bool
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.dropped = True
 
     class Unregistered(Dropped):
         """`unregisterTable` (`POST …/namespaces/{ns}/tables/{table}/unregister`, Iceberg's main
@@ -162,7 +114,7 @@ class Table(Protectable, SoftDeletable, Aggregate):
 
         TOPIC = "icelog.table.unregistered.v1"
 
-    class SoftDropped(Event):
+    class SoftDropped(Event, tabular.SoftDropped):
         """`dropTable` in a warehouse with a `soft` delete profile: the name is free at once, but
         the table and its files are kept until `expires-at-ms` (the delay is fixed at drop time).
         Until then it can be undropped; then task `expiration-task-id` makes the drop final
@@ -173,16 +125,9 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.soft-dropped.v1"
-        deleted_at_ms: int
-        expiration_seconds: int
-        expires_at_ms: int
-        expiration_task_id: UUID
         purge_requested: bool
 
-        def apply(self, aggregate: Any) -> None:
-            apply_soft_dropped(aggregate, self)
-
-    class Undropped(Event):
+    class Undropped(Event, tabular.Undropped):
         """`POST /management/v1/warehouse/{id}/deleted-tabulars/undrop` restored a soft-dropped
         table with its last metadata, under `name` (its old name unless the request gave
         `new-name`). Its expiration task is cancelled in the same append.
@@ -195,27 +140,14 @@ class Table(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.table.undropped.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            apply_undropped(aggregate, self)
-
-    class Expired(Event):
+    class Expired(Event, tabular.Expired):
         """A soft drop became final: `reason` is `"expired"` (the expiration task ran) or
         `"dropped"` (a recursive namespace drop removed it). `purge-task-id` is the purge that
         follows when the drop or the namespace drop asked for one.
         """
 
         TOPIC = "icelog.table.expired.v1"
-        reason: str
-        purge_task_id: UUID | None
-
-        def apply(self, aggregate: Any) -> None:
-            apply_expired(aggregate, self)
 
     class Purged(Event):
         """The purge task of a drop with `purgeRequested=true` deleted the files reachable from the
@@ -234,32 +166,15 @@ class Table(Protectable, SoftDeletable, Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.purged = True
 
-    class ProtectionChanged(Event):
+    class ProtectionChanged(Event, tabular.ProtectionChanged):
         """Protection switched on or off (`POST
         /management/v1/warehouse/{id}/table/{table-id}/protection`). A protected table cannot be
         dropped.
         """
 
         TOPIC = "icelog.table.protection-changed.v1"
-        protected: bool
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.protected = self.protected
-
-    # State is set by the events' apply(); declared for type checkers only, because
-    # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
-        soft_deleted: bool
-        deleted_at_ms: int
-        expires_at_ms: int
-        expiration_task_id: UUID | None
         purged: bool
 
     @classmethod
@@ -294,76 +209,20 @@ class Table(Protectable, SoftDeletable, Aggregate):
         )
 
     @classmethod
-    def register(
-        cls,
-        *,
-        table_id: UUID,
-        warehouse_id: UUID,
-        namespace_id: UUID,
-        namespace: list[str],
-        name: str,
-        location: str,
-        metadata_location: str,
-        metadata: dict[str, Any],
-        actor: str,
-        request_id: str,
-    ) -> Table:
-        return cls._create(
-            cls.Registered,
-            id=table_id,
-            warehouse_id=warehouse_id,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            location=location,
-            metadata_location=metadata_location,
-            metadata=metadata,
-            actor=actor,
-            request_id=request_id,
-        )
+    def register(cls, *, table_id: UUID, **fields: Any) -> Table:
+        """Adopt an existing metadata file; `fields` as on `Registered`."""
+        return cls._create(cls.Registered, id=table_id, **fields)
 
-    def commit(
-        self,
-        *,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self.trigger_event(
-            self.Committed,
-            requirements=requirements,
-            updates=updates,
-            previous_metadata_location=self.metadata_location,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            rules=CURRENT,
-            actor=actor,
-            request_id=request_id,
-        )
-
-    def rename(
-        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
-    ) -> None:
-        self.trigger_event(
-            self.Renamed,
-            from_namespace=self.namespace,
-            from_name=self.name,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            actor=actor,
-            request_id=request_id,
-        )
+    commit = Tabular.record_change
 
     def drop(self, *, purge_requested: bool, actor: str, request_id: str) -> None:
+        self.ensure_droppable()
         self.trigger_event(
             self.Dropped, purge_requested=purge_requested, actor=actor, request_id=request_id
         )
 
     def unregister(self, *, actor: str, request_id: str) -> None:
+        self.ensure_droppable()
         self.trigger_event(
             self.Unregistered, purge_requested=False, actor=actor, request_id=request_id
         )
@@ -371,6 +230,9 @@ class Table(Protectable, SoftDeletable, Aggregate):
     def mark_purged(
         self, *, deleted_files: int, missing_files: int, actor: str, request_id: str
     ) -> None:
+        # Only a table whose drop is final has its files purged, and only once.
+        if not self.dropped or self.is_soft_deleted or self.purged:
+            raise ConflictError(f"Table {self.dotted} is not awaiting a purge")
         self.trigger_event(
             self.Purged,
             deleted_files=deleted_files,
@@ -378,19 +240,3 @@ class Table(Protectable, SoftDeletable, Aggregate):
             actor=actor,
             request_id=request_id,
         )
-
-
-def _init(aggregate: Any, event: Table.Created | Table.Registered) -> None:
-    aggregate.warehouse_id = event.warehouse_id
-    aggregate.namespace_id = event.namespace_id
-    aggregate.namespace = list(event.namespace)
-    aggregate.name = event.name
-    aggregate.location = event.location
-    aggregate.metadata_location = event.metadata_location
-    # A registered file is the client's, not the catalog's: it may change after the
-    # register, so the logged document is the table's first state, not the file.
-    aggregate.registered_location = (
-        event.metadata_location if isinstance(event, Table.Registered) else None
-    )
-    aggregate.dropped = False
-    aggregate.purged = False

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from icelog.domain.errors import IllegalArgumentError
+from icelog.domain.metadata_updates import check_new_location, check_new_properties
 from icelog.domain.schema_ids import (
     assign_fresh_ids,
     highest_field_id,
@@ -85,13 +86,6 @@ def _format_version(properties: dict[str, str]) -> int:
     return version
 
 
-def _strip_trailing_slash(location: str) -> str:
-    # Like Java LocationUtil.stripTrailingSlash: never eat the '//' of a scheme.
-    while location.endswith("/") and not location.endswith("://"):
-        location = location[:-1]
-    return location
-
-
 def new_table_metadata(
     *,
     table_uuid: str,
@@ -103,12 +97,8 @@ def new_table_metadata(
     now_ms: int,
 ) -> Metadata:
     """CreateTableRequest -> initial metadata (Java `TableMetadata.newTableMetadata`)."""
-    if not isinstance(properties, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
-    ):
-        raise IllegalArgumentError("Invalid table properties: expected a map of strings")
-    if not isinstance(location, str) or not location:
-        raise IllegalArgumentError("Invalid table location: expected a non-empty string")
+    check_new_properties(properties, "table")
+    location = check_new_location(location, "table")
     version = _format_version(properties)
     # Validated, checked for the format version and normalised like every stored schema.
     prepared = prepare_schema(schema, version)
@@ -143,7 +133,7 @@ def new_table_metadata(
 
     builder = MetadataBuilder(None, format_version=version)
     builder.uuid = table_uuid
-    builder.location = _strip_trailing_slash(location)
+    builder.location = location
     builder.last_updated_ms = now_ms
     builder.last_column_id = highest_field_id(fresh_schema)
     builder.schemas = [fresh_schema]

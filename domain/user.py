@@ -12,18 +12,36 @@ from icelog.domain.identifiers import user_aggregate_id
 USER_TYPES = ("human", "application")
 
 
+class _UserEvent(Aggregate.Event):
+    actor: str
+    request_id: str
+    user_id: str  # on every event: a consumer needs no earlier one to know whose
+
+
+class _Profile(_UserEvent):
+    """Who the user is, as last seen; `how` it was learnt."""
+
+    name: str
+    email: str | None
+    user_type: str
+    how: str
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.name = self.name
+        aggregate.email = self.email
+        aggregate.user_type = self.user_type
+        aggregate.deleted = False
+
+
 class User(Aggregate):
     """A user. Its stream id derives from the user id, so provisioning is idempotent."""
 
     TOPIC = "icelog.user"
 
-    class Event(Aggregate.Event):
+    class Event(_UserEvent):
         TOPIC = "icelog.user.event.v1"
-        actor: str
-        request_id: str
-        user_id: str  # on every event: a consumer needs no earlier one to know whose
 
-    class Provisioned(Event, Aggregate.Created):
+    class Provisioned(Event, _Profile, Aggregate.Created):
         """A user of an identity provider was recorded: by their first authenticated call (`how`:
         `config-call-creation`, actor the user) or by `POST /management/v1/user`
         (`create-endpoint`).
@@ -38,19 +56,12 @@ class User(Aggregate):
         """
 
         TOPIC = "icelog.user.provisioned.v1"
-        name: str
-        email: str | None
-        user_type: str
-        how: str
 
         def apply(self, aggregate: Any) -> None:
             aggregate.user_id = self.user_id
-            aggregate.name = self.name
-            aggregate.email = self.email
-            aggregate.user_type = self.user_type
-            aggregate.deleted = False
+            super().apply(aggregate)
 
-    class Updated(Event):
+    class Updated(Event, _Profile):
         """A user's name, e-mail or type changed: a later token said otherwise
         (`config-call-creation`), or `PUT /management/v1/user/{id}` (`update-endpoint`). Also brings
         back a deleted user.
@@ -64,16 +75,6 @@ class User(Aggregate):
         """
 
         TOPIC = "icelog.user.updated.v1"
-        name: str
-        email: str | None
-        user_type: str
-        how: str
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.name = self.name
-            aggregate.email = self.email
-            aggregate.user_type = self.user_type
-            aggregate.deleted = False
 
     class Deleted(Event):
         """`DELETE /management/v1/user/{id}`; the user's next authenticated call provisions them

@@ -3,37 +3,31 @@
 Events carry the first metadata document on create/register and, per replace, the
 submitted updates with the time they were applied: folding them with
 `domain.view_metadata.apply_view_updates` reproduces every view metadata document.
+What views share with tables (events' bodies, rules) is in `domain/tabular.py`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
-from eventsourcing.domain import Aggregate
-
-from icelog.domain.lifecycle import (
-    SoftDeletable,
-    apply_expired,
-    apply_soft_dropped,
-    apply_undropped,
-)
-from icelog.domain.locations import location_set_by, normalize_location
-from icelog.domain.metadata_rules import CURRENT, LEGACY
-from icelog.domain.protection import Protectable
+from icelog.domain import tabular
+from icelog.domain.errors import NoSuchViewError
+from icelog.domain.tabular import Tabular
 
 
-class View(Protectable, SoftDeletable, Aggregate):
+class View(Tabular):
     """An Iceberg view registered in a warehouse namespace."""
 
     TOPIC = "icelog.view"
+    KIND = "View"
+    CHANGE_EVENT = "Replaced"
+    NOT_FOUND = NoSuchViewError
 
-    class Event(Aggregate.Event):
+    class Event(tabular.TabularEvent):
         TOPIC = "icelog.view.event.v1"
-        actor: str
-        request_id: str
 
-    class Created(Event, Aggregate.Created):
+    class Created(Event, tabular.TabularPlaced):
         """`createView` (`POST …/namespaces/{ns}/views`): `metadata` is the first view metadata
         document, already written to `metadata-location`.
 
@@ -43,18 +37,8 @@ class View(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.view.created.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
 
-        def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
-
-    class Registered(Event, Aggregate.Created):
+    class Registered(Event, tabular.TabularPlaced):
         """`registerView` (`POST …/namespaces/{ns}/register-view`) adopted an existing view metadata
         file. The view gets a new id: it is not the `view-uuid` inside the metadata.
 
@@ -65,46 +49,17 @@ class View(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.view.registered.v1"
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        metadata: dict[str, Any]
+        registers = True
 
-        def apply(self, aggregate: Any) -> None:
-            _init(aggregate, self)
-
-    class Replaced(Event):
+    class Replaced(Event, tabular.Changed):
         """`replaceView` (`POST …/namespaces/{ns}/views/{view}`): `updates` were applied at
         `applied-at-ms` to the document at `previous-metadata-location`, producing
         `metadata-location`.
         """
 
         TOPIC = "icelog.view.replaced.v1"
-        requirements: list[dict[str, Any]]
-        updates: list[dict[str, Any]]
-        previous_metadata_location: str
-        metadata_location: str
-        applied_at_ms: int
-        # The metadata rules the updates were applied under (domain/metadata_rules.py):
-        # a replay applies the same ones. Events from before the field are rules 1.
-        rules: int
 
-        class_version = 2
-
-        @staticmethod
-        def upcast_v1_v2(state: dict[str, Any]) -> None:
-            state["rules"] = LEGACY
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.metadata_location = self.metadata_location
-            moved = location_set_by(self.updates)
-            if moved is not None:  # purge and undrop act on where the table is now
-                aggregate.location = normalize_location(moved)
-
-    class Renamed(Event):
+    class Renamed(Event, tabular.Moved):
         """`renameView` (`POST …/views/rename`). The envelope already has the new name.
 
         Data fields:
@@ -114,40 +69,20 @@ class View(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.view.renamed.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.namespace_id = self.namespace_id
-            aggregate.namespace = list(self.namespace)
-            aggregate.name = self.name
-
-    class Dropped(Event):
+    class Dropped(Event, tabular.Dropped):
         """`dropView` in a warehouse with a `hard` delete profile, or a recursive namespace drop."""
 
         TOPIC = "icelog.view.dropped.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.dropped = True
-
-    class SoftDropped(Event):
+    class SoftDropped(Event, tabular.SoftDropped):
         """`dropView` in a warehouse with a `soft` delete profile: the name is free, the view is
         kept until `expires-at-ms`, when task `expiration-task-id` makes the drop final.
         """
 
         TOPIC = "icelog.view.soft-dropped.v1"
-        deleted_at_ms: int
-        expiration_seconds: int
-        expires_at_ms: int
-        expiration_task_id: UUID
 
-        def apply(self, aggregate: Any) -> None:
-            apply_soft_dropped(aggregate, self)
-
-    class Undropped(Event):
+    class Undropped(Event, tabular.Undropped):
         """A soft-dropped view was restored (`…/deleted-tabulars/undrop`) under `name` (its old name
         unless the request gave `new-name`); its expiration task is cancelled.
 
@@ -159,16 +94,8 @@ class View(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.view.undropped.v1"
-        from_namespace: list[str]
-        from_name: str
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
 
-        def apply(self, aggregate: Any) -> None:
-            apply_undropped(aggregate, self)
-
-    class Expired(Event):
+    class Expired(Event, tabular.Expired):
         """A soft drop of a view became final: `reason` `"expired"` or `"dropped"` (recursive
         namespace drop). Views have no files to purge, so `purge-task-id` is null.
 
@@ -177,37 +104,13 @@ class View(Protectable, SoftDeletable, Aggregate):
         """
 
         TOPIC = "icelog.view.expired.v1"
-        reason: str
-        purge_task_id: UUID | None
 
-        def apply(self, aggregate: Any) -> None:
-            apply_expired(aggregate, self)
-
-    class ProtectionChanged(Event):
+    class ProtectionChanged(Event, tabular.ProtectionChanged):
         """Protection switched on or off (`…/view/{view-id}/protection`). A protected view cannot be
         dropped.
         """
 
         TOPIC = "icelog.view.protection-changed.v1"
-        protected: bool
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.protected = self.protected
-
-    # State is set by the events' apply(); declared for type checkers only, because
-    # class annotations would make the library generate an __init__ from them.
-    if TYPE_CHECKING:
-        warehouse_id: UUID
-        namespace_id: UUID
-        namespace: list[str]
-        name: str
-        location: str
-        metadata_location: str
-        dropped: bool
-        soft_deleted: bool
-        deleted_at_ms: int
-        expires_at_ms: int
-        expiration_task_id: UUID | None
 
     @classmethod
     def create(cls, *, registered: bool = False, view_id: UUID, **fields: Any) -> View:
@@ -215,55 +118,8 @@ class View(Protectable, SoftDeletable, Aggregate):
         event = cls.Registered if registered else cls.Created
         return cls._create(event, id=view_id, **fields)
 
-    def replace(
-        self,
-        *,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self.trigger_event(
-            self.Replaced,
-            requirements=requirements,
-            updates=updates,
-            previous_metadata_location=self.metadata_location,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            rules=CURRENT,
-            actor=actor,
-            request_id=request_id,
-        )
-
-    def rename(
-        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
-    ) -> None:
-        self.trigger_event(
-            self.Renamed,
-            from_namespace=self.namespace,
-            from_name=self.name,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            actor=actor,
-            request_id=request_id,
-        )
+    replace = Tabular.record_change
 
     def drop(self, *, actor: str, request_id: str) -> None:
+        self.ensure_droppable()
         self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
-
-
-def _init(aggregate: Any, event: View.Created | View.Registered) -> None:
-    aggregate.warehouse_id = event.warehouse_id
-    aggregate.namespace_id = event.namespace_id
-    aggregate.namespace = list(event.namespace)
-    aggregate.name = event.name
-    aggregate.location = event.location
-    aggregate.metadata_location = event.metadata_location
-    # As for tables: a registered file is the client's; the logged document is the view's.
-    aggregate.registered_location = (
-        event.metadata_location if isinstance(event, View.Registered) else None
-    )
-    aggregate.dropped = False

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from icelog.domain.errors import BadRequestError, CommitFailedError, IllegalArgumentError
+from icelog.domain.metadata_updates import LAST_ADDED, check_new_location, check_new_properties
 from icelog.domain.view_updates import (
-    LAST_ADDED,
     REPLACE_DROP_DIALECT_ALLOWED,
     VERSION_HISTORY_SIZE,
     VERSION_HISTORY_SIZE_DEFAULT,
@@ -44,13 +44,6 @@ _FIRST_VERSION_ID = 1
 _FIRST_SCHEMA_ID = 0
 
 
-def _strip_trailing_slash(location: str) -> str:
-    # Like Java LocationUtil.stripTrailingSlash: never eat the '//' of a scheme.
-    while location.endswith("/") and not location.endswith("://"):
-        location = location[:-1]
-    return location
-
-
 def new_view_metadata(
     *,
     view_uuid: str,
@@ -61,12 +54,8 @@ def new_view_metadata(
     now_ms: int,
 ) -> ViewMetadata:
     """CreateViewRequest -> the first metadata (Java `BaseMetastoreViewCatalog` create)."""
-    if not isinstance(location, str) or not location:
-        raise IllegalArgumentError("Invalid view location: expected a non-empty string")
-    if not isinstance(properties, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
-    ):
-        raise IllegalArgumentError("Invalid view properties: expected a map of strings")
+    location = check_new_location(location, "view")
+    check_new_properties(properties, "view")
     fresh_schema = view_schema(schema, _FIRST_SCHEMA_ID)
     version = parse_view_version(view_version, now_ms=now_ms)
     if not version["representations"]:
@@ -79,7 +68,7 @@ def new_view_metadata(
     return {
         "view-uuid": view_uuid,
         "format-version": VIEW_FORMAT_VERSION,
-        "location": _strip_trailing_slash(location),
+        "location": location,
         "properties": dict(properties),
         "schemas": [fresh_schema],
         "current-version-id": _FIRST_VERSION_ID,

@@ -12,46 +12,30 @@ everything taken from a request is copied.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import Any
 
-from icelog.domain.errors import BadRequestError, IllegalArgumentError, ValidationError
+from icelog.domain.errors import BadRequestError, IllegalArgumentError
 from icelog.domain.metadata_rules import legacy
-from icelog.domain.metadata_state import is_int
-from icelog.domain.schema_ids import is_int32, is_int64, prepare_schema, same_schema
+from icelog.domain.metadata_updates import (
+    UpdateEngine,
+    handles,
+    is_string_list,
+    is_string_map,
+    property_removals,
+    property_updates,
+    require,
+    require_int,
+    resolve_last_added,
+)
+from icelog.domain.schema_ids import prepare_schema, same_schema
+from icelog.domain.schema_types import is_int, is_int32, is_int64
 
 ViewMetadata = dict[str, Any]
 
 VIEW_FORMAT_VERSION = 1  # Java SUPPORTED_VIEW_FORMAT_VERSION: the only one that exists
-LAST_ADDED = -1
 VERSION_HISTORY_SIZE = "version.history.num-entries"
 VERSION_HISTORY_SIZE_DEFAULT = 10
 REPLACE_DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
-
-
-def _is_string_map(value: Any) -> TypeGuard[dict[str, str]]:
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    )
-
-
-def _is_string_list(value: Any) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-def _require(update: dict[str, Any], key: str) -> Any:
-    if update.get(key) is None:
-        raise BadRequestError(f"Cannot parse {update.get('action')} update: missing field {key}")
-    return update[key]
-
-
-def _require_int(update: dict[str, Any], key: str) -> int:
-    value = _require(update, key)
-    if not is_int(value):
-        raise BadRequestError(
-            f"Cannot parse {update.get('action')} update: {key} must be an integer"
-        )
-    return int(value)
 
 
 def view_sql_dialects(version: dict[str, Any]) -> list[str]:
@@ -99,13 +83,13 @@ def parse_view_version(raw: Any, *, now_ms: int) -> dict[str, Any]:
     summary = raw.get("summary")
     if summary is None:
         summary = {}
-    elif not _is_string_map(summary):
+    elif not is_string_map(summary):
         raise BadRequestError("Cannot parse view version: summary must be a map of strings")
     reps = raw.get("representations")
     if not isinstance(reps, list):
         raise BadRequestError("Cannot parse view version: representations must be an array")
     namespace = raw.get("default-namespace")
-    if not _is_string_list(namespace):
+    if not is_string_list(namespace):
         raise BadRequestError(
             "Cannot parse view version: default-namespace must be an array of strings"
         )
@@ -181,8 +165,10 @@ def _positive_int_property(properties: dict[str, str], key: str, default: int) -
     return value
 
 
-class ViewBuilder:
+class ViewBuilder(UpdateEngine):
     """Working state of one view-metadata document plus what this request changed."""
+
+    UPDATE_KIND = "view"
 
     def __init__(self, base: ViewMetadata) -> None:
         self.base = base
@@ -209,15 +195,17 @@ class ViewBuilder:
 
     # ------------------------------------------------------------------ actions
 
+    @handles("assign-uuid")
     def assign_uuid(self, update: dict[str, Any]) -> None:
-        new_uuid = _require(update, "uuid")
+        new_uuid = require(update, "uuid")
         if not isinstance(new_uuid, str):
             raise BadRequestError("Cannot parse assign-uuid update: uuid must be a string")
         if new_uuid.lower() != self.uuid.lower():
             raise IllegalArgumentError("Cannot reassign uuid")
 
+    @handles("upgrade-format-version")
     def upgrade_format_version(self, update: dict[str, Any]) -> None:
-        version = _require_int(update, "format-version")
+        version = require_int(update, "format-version")
         if version < self.format_version:
             raise IllegalArgumentError(
                 f"Cannot downgrade v{self.format_version} view to v{version}"
@@ -225,8 +213,9 @@ class ViewBuilder:
         if version > VIEW_FORMAT_VERSION:
             raise IllegalArgumentError(f"Unsupported format version: {version}")
 
+    @handles("add-schema")
     def add_schema(self, update: dict[str, Any]) -> None:
-        self.add_schema_internal(_require(update, "schema"))
+        self.add_schema_internal(require(update, "schema"))
 
     def add_schema_internal(self, schema: Any) -> int:
         if not legacy():
@@ -245,6 +234,7 @@ class ViewBuilder:
         self.last_added_schema_id = new_id
         return new_id
 
+    @handles("set-location")
     def set_location(self, update: dict[str, Any]) -> None:
         location = update.get("location")
         if location is None:
@@ -255,32 +245,25 @@ class ViewBuilder:
             )
         self.location = location
 
+    @handles("set-properties")
     def set_properties(self, update: dict[str, Any]) -> None:
-        # `updated` is the pre-1.0 name Java's parser still accepts.
-        updates = update.get("updates", update.get("updated"))
-        if not _is_string_map(updates):
-            raise BadRequestError(
-                "Cannot parse set-properties update: updates must be a map of strings"
-            )
-        self.properties.update(updates)
+        self.properties.update(property_updates(update))
 
+    @handles("remove-properties")
     def remove_properties(self, update: dict[str, Any]) -> None:
-        removals = update.get("removals", update.get("removed"))
-        if not _is_string_list(removals):
-            raise BadRequestError(
-                "Cannot parse remove-properties update: removals must be a list of strings"
-            )
-        for key in removals:
+        for key in property_removals(update):
             self.properties.pop(key, None)
 
+    @handles("add-view-version")
     def add_view_version(self, update: dict[str, Any], now_ms: int) -> None:
-        version = parse_view_version(_require(update, "view-version"), now_ms=now_ms)
+        version = parse_view_version(require(update, "view-version"), now_ms=now_ms)
         # Java resolves -1 only after looking for an identical version; doing
         # it first lets a retried replace find the version it already wrote.
-        if version["schema-id"] == LAST_ADDED:
-            if self.last_added_schema_id is None:
-                raise ValidationError("Cannot set last added schema: no schema has been added")
-            version["schema-id"] = self.last_added_schema_id
+        version["schema-id"] = resolve_last_added(
+            version["schema-id"],
+            self.last_added_schema_id,
+            "Cannot set last added schema: no schema has been added",
+        )
         # Reassign the id: an identical version keeps its id; anything else
         # goes after every existing id, so a stale client's "2" lands as 3.
         new_id = version["version-id"]
@@ -305,14 +288,14 @@ class ViewBuilder:
         self.added_version_ids.append(new_id)
         self.last_added_version_id = new_id
 
+    @handles("set-current-view-version")
     def set_current_view_version(self, update: dict[str, Any], now_ms: int) -> None:
-        version_id = _require_int(update, "view-version-id")
-        if version_id == LAST_ADDED:
-            if self.last_added_version_id is None:
-                raise ValidationError(
-                    "Cannot set last version id: no current version id has been set"
-                )
-            version_id = self.last_added_version_id
+        version_id = require_int(update, "view-version-id")
+        version_id = resolve_last_added(
+            version_id,
+            self.last_added_version_id,
+            "Cannot set last version id: no current version id has been set",
+        )
         if version_id == self.current_version_id:
             return
         version = self.version_by_id(version_id)
@@ -327,34 +310,6 @@ class ViewBuilder:
         self.history_entry = {
             "timestamp-ms": version["timestamp-ms"] if added_now else now_ms,
             "version-id": version_id,
-        }
-
-    # ------------------------------------------------------------------ dispatch
-
-    def apply(self, update: Any, now_ms: int) -> None:
-        if not isinstance(update, dict) or not isinstance(update.get("action"), str):
-            raise BadRequestError("Cannot parse view update: missing action")
-        action = update["action"].lower()
-        handler = self._handlers().get(action)
-        if handler is None:
-            raise BadRequestError(f"Cannot parse view update: unknown action {update['action']}")
-        handler(update, now_ms)
-
-    def _handlers(self) -> dict[str, Callable[[dict[str, Any], int], None]]:
-        def ignore_now(
-            fn: Callable[[dict[str, Any]], None],
-        ) -> Callable[[dict[str, Any], int], None]:
-            return lambda update, _now: fn(update)
-
-        return {
-            "assign-uuid": ignore_now(self.assign_uuid),
-            "upgrade-format-version": ignore_now(self.upgrade_format_version),
-            "add-schema": ignore_now(self.add_schema),
-            "set-location": ignore_now(self.set_location),
-            "set-properties": ignore_now(self.set_properties),
-            "remove-properties": ignore_now(self.remove_properties),
-            "add-view-version": self.add_view_version,
-            "set-current-view-version": self.set_current_view_version,
         }
 
     # ------------------------------------------------------------------ build

@@ -7,7 +7,8 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.protection import Protectable
+from icelog.domain.errors import NoSuchWarehouseError, NotEmptyError
+from icelog.domain.protection import Protectable, ensure_unprotected
 
 
 class Warehouse(Protectable, Aggregate):
@@ -18,6 +19,7 @@ class Warehouse(Protectable, Aggregate):
     """
 
     TOPIC = "icelog.warehouse"
+    KIND = "Warehouse"
 
     class Event(Aggregate.Event):
         TOPIC = "icelog.warehouse.event.v1"
@@ -177,10 +179,19 @@ class Warehouse(Protectable, Aggregate):
     def base_location(self) -> str:
         return str(self.storage_profile["base-location"])
 
+    # -- rules -----------------------------------------------------------------------------
+    def ensure_live(self) -> None:
+        """A deleted warehouse is gone: nothing is changed in it any more."""
+        if self.deleted:
+            raise NoSuchWarehouseError(f"Warehouse does not exist: {self.id}")
+
+    # -- commands --------------------------------------------------------------------------
     def rename(self, name: str, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
 
     def add_namespace(self, namespace_id: UUID, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.NamespaceAdded, namespace_id=namespace_id, actor=actor, request_id=request_id
         )
@@ -191,11 +202,18 @@ class Warehouse(Protectable, Aggregate):
         )
 
     def delete(self, *, actor: str, request_id: str) -> None:
+        self.ensure_live()
+        ensure_unprotected(self.is_protected, f"Warehouse {self.name}")
+        if self.namespace_count > 0:
+            raise NotEmptyError(
+                f"Warehouse {self.name} is not empty: it has {self.namespace_count} namespace(s)"
+            )
         self.trigger_event(self.Deleted, actor=actor, request_id=request_id)
 
     def change_storage_profile(
         self, storage_profile: dict[str, Any], *, actor: str, request_id: str
     ) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.StorageProfileChanged,
             storage_profile=storage_profile,
@@ -206,6 +224,7 @@ class Warehouse(Protectable, Aggregate):
     def change_delete_profile(
         self, delete_profile: dict[str, Any], *, actor: str, request_id: str
     ) -> None:
+        self.ensure_live()
         self.trigger_event(
             self.DeleteProfileChanged,
             delete_profile=delete_profile,

@@ -36,7 +36,7 @@ from pyiceberg.catalog.rest import TableResponse, ViewResponse
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 
 from icelog.domain.errors import CatalogError, CommitFailedError
-from icelog.domain.schema_ids import MAX_SCHEMA_DEPTH
+from icelog.domain.schema_types import MAX_SCHEMA_DEPTH
 from icelog.domain.table_metadata import Metadata, apply_updates, new_table_metadata
 from icelog.domain.view_metadata import ViewMetadata, apply_view_updates, new_view_metadata
 from tests.support.metadata_docs import first_view_version, nested_schema

@@ -123,9 +123,7 @@ def test_the_settings_of_earlier_releases_still_size_the_pools() -> None:
     grows = Settings.from_env({**PG, "ICELOG_PG_MAX_OVERFLOW": "0"})
     assert (grows.pg_pool_size, grows.pg_max_overflow) == (2, 0)
     # Within a budget, loadTable takes what the given write side leaves.
-    fitted = Settings.from_env(
-        {**PG, "ICELOG_PG_MAX_CONNECTIONS": "8", "ICELOG_PG_POOL_SIZE": "6"}
-    )
+    fitted = Settings.from_env({**PG, "ICELOG_PG_MAX_CONNECTIONS": "8", "ICELOG_PG_POOL_SIZE": "6"})
     assert (fitted.pg_pool_size, fitted.pg_max_overflow, fitted.pg_read_connections) == (6, 0, 2)
 
 

@@ -1,0 +1,333 @@
+"""The tabular core: what tables and views share, events and rules.
+
+A table and a view are both a name in a warehouse namespace pointing at a metadata
+file; both are created or registered, changed by appending updates, renamed, dropped
+(hard, or soft: set aside until an expiration task makes the drop final, undroppable
+meanwhile) and protected. This module holds those events' bodies and the rules that
+guard them; `Table` and `View` add what only one of them has (purge and unregister,
+commit vs replace) and give every event class its own topic. A function (domain/function.py)
+is placed the same way and shares the first event's body.
+
+The shared event bodies are plain module-level classes, not classes nested in an
+aggregate: the library re-creates in each subclass every event class nested in an
+aggregate base that the subclass does not define itself, and such a copy has no topic
+of its own. Each concrete event (`Table.Renamed`, `View.Renamed`, ...) derives from
+its aggregate's `Event` first and the shared body second, which keeps its fields in
+the order they have always been stored in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+
+from icelog.domain.errors import ConflictError, NotFoundError
+from icelog.domain.locations import location_set_by, normalize_location
+from icelog.domain.metadata_rules import CURRENT, LEGACY
+from icelog.domain.protection import Protectable, ensure_unprotected
+
+
+class NotSoftDeletedError(ConflictError):
+    error_type = "NotSoftDeletedException"
+
+
+class TabularEvent(Aggregate.Event):
+    """Every table, view and function event says who asked, in which request."""
+
+    actor: str
+    request_id: str
+
+
+class Placed(TabularEvent, Aggregate.Created):
+    """The first event of a name in a namespace pointing at metadata files (a table, view
+    or function, created or registered): its place, and its first metadata document,
+    written to `metadata_location`."""
+
+    warehouse_id: UUID
+    namespace_id: UUID
+    namespace: list[str]
+    name: str
+    location: str
+    metadata_location: str
+    metadata: dict[str, Any]
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.warehouse_id = self.warehouse_id
+        aggregate.namespace_id = self.namespace_id
+        aggregate.namespace = list(self.namespace)
+        aggregate.name = self.name
+        aggregate.location = self.location
+        aggregate.metadata_location = self.metadata_location
+        self.place_more(aggregate)
+        aggregate.dropped = False
+
+    def place_more(self, aggregate: Any) -> None:
+        """What a kind sets beyond the shared state."""
+
+
+class TabularPlaced(Placed):
+    """A table's or view's first event."""
+
+    # The creating event of a tabular registered from a client's metadata file.
+    registers: ClassVar[bool] = False
+
+    def place_more(self, aggregate: Any) -> None:
+        # A registered file is the client's, not the catalog's: it may change after the
+        # register, so the logged document is the tabular's first state, not the file.
+        aggregate.registered_location = self.metadata_location if self.registers else None
+
+
+class Changed(TabularEvent):
+    """`updates` were applied at `applied_at_ms` to the metadata at
+    `previous_metadata_location`, producing `metadata_location`."""
+
+    requirements: list[dict[str, Any]]
+    updates: list[dict[str, Any]]
+    previous_metadata_location: str
+    metadata_location: str
+    applied_at_ms: int
+    # The metadata rules the updates were applied under (domain/metadata_rules.py):
+    # a replay applies the same ones. Events from before the field are rules 1.
+    rules: int
+
+    class_version = 2
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state["rules"] = LEGACY
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.metadata_location = self.metadata_location
+        moved = location_set_by(self.updates)
+        if moved is not None:  # purge and undrop act on where the tabular is now
+            aggregate.location = normalize_location(moved)
+
+
+class Moved(TabularEvent):
+    """Renamed or undropped: from `from_namespace`.`from_name` to `namespace`.`name`."""
+
+    from_namespace: list[str]
+    from_name: str
+    namespace_id: UUID
+    namespace: list[str]
+    name: str
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.namespace_id = self.namespace_id
+        aggregate.namespace = list(self.namespace)
+        aggregate.name = self.name
+
+
+class Dropped(TabularEvent):
+    def apply(self, aggregate: Any) -> None:
+        aggregate.dropped = True
+
+
+class SoftDropped(TabularEvent):
+    """Dropped in a soft-delete warehouse: kept until `expires_at_ms`, when task
+    `expiration_task_id` makes the drop final."""
+
+    deleted_at_ms: int
+    expiration_seconds: int
+    expires_at_ms: int
+    expiration_task_id: UUID
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.dropped = True
+        aggregate.soft_deleted = True
+        aggregate.deleted_at_ms = self.deleted_at_ms
+        aggregate.expires_at_ms = self.expires_at_ms
+        aggregate.purge_requested = bool(getattr(self, "purge_requested", False))
+        aggregate.expiration_task_id = self.expiration_task_id
+
+
+class Undropped(Moved):
+    def apply(self, aggregate: Any) -> None:
+        aggregate.dropped = False
+        aggregate.soft_deleted = False
+        super().apply(aggregate)
+        aggregate.expiration_task_id = None
+
+
+class Expired(TabularEvent):
+    """A soft drop became final (`reason`: "expired" or "dropped" by a recursive
+    namespace drop); `purge_task_id` is the purge that follows, if requested."""
+
+    reason: str
+    purge_task_id: UUID | None
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.soft_deleted = False
+        aggregate.expiration_task_id = None
+
+
+class ProtectionChanged(TabularEvent):
+    protected: bool
+
+    def apply(self, aggregate: Any) -> None:
+        aggregate.protected = self.protected
+
+
+class PlacedState:
+    """What a `Placed` event sets: a table's, view's or function's name and place. Declared
+    for type checkers only, because class annotations would make the library generate an
+    __init__ from them."""
+
+    if TYPE_CHECKING:
+        warehouse_id: UUID
+        namespace_id: UUID
+        namespace: list[str]
+        name: str
+        location: str
+        metadata_location: str
+        dropped: bool
+
+    @property
+    def dotted(self) -> str:
+        """The name as Iceberg messages print it (`a.b.t`)."""
+        return ".".join([*self.namespace, self.name])
+
+
+class Tabular(PlacedState, Protectable, Aggregate):
+    """Base of `Table` and `View`: the shared commands, each checking its rule before
+    it triggers its event (a dropped tabular is not changed, renamed or dropped again;
+    a protected one is not dropped; only a soft-dropped one is undropped or expired)."""
+
+    # State is set by the events' apply(); declared for type checkers only, because
+    # class annotations would make the library generate an __init__ from them.
+    if TYPE_CHECKING:
+        # Raised for a tabular that no longer exists under its name (dropped).
+        NOT_FOUND: ClassVar[type[NotFoundError]]
+        # The name of the kind's event class for `record_change`.
+        CHANGE_EVENT: ClassVar[str]
+        Renamed: Any
+        SoftDropped: Any
+        Undropped: Any
+        Expired: Any
+
+        soft_deleted: bool
+        deleted_at_ms: int
+        expires_at_ms: int
+        expiration_task_id: UUID | None
+
+    @property
+    def is_soft_deleted(self) -> bool:
+        # Aggregates (and snapshots) from before soft deletion existed have no attribute.
+        return bool(getattr(self, "soft_deleted", False))
+
+    @property
+    def pending_expiration(self) -> UUID | None:
+        found = getattr(self, "expiration_task_id", None)
+        return found if isinstance(found, UUID) else None
+
+    # -- rules -----------------------------------------------------------------------------
+    def ensure_live(self) -> None:
+        """A dropped tabular (soft-dropped, expired or purged included) is gone under its
+        name: it answers as one that does not exist."""
+        if self.dropped:
+            raise self.NOT_FOUND(f"{self.KIND} does not exist: {self.dotted}")
+
+    def ensure_droppable(self) -> None:
+        self.ensure_live()
+        ensure_unprotected(self.is_protected, f"{self.KIND} {self.dotted}")
+
+    def ensure_soft_deleted(self) -> None:
+        if not self.is_soft_deleted:
+            raise NotSoftDeletedError(f"{self.dotted} is not dropped")
+
+    # -- commands --------------------------------------------------------------------------
+    def record_change(
+        self,
+        *,
+        requirements: list[dict[str, Any]],
+        updates: list[dict[str, Any]],
+        metadata_location: str,
+        applied_at_ms: int,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        """The next metadata document: a table's commit, a view's replace (each kind names
+        its event in `CHANGE_EVENT`)."""
+        self.ensure_live()
+        self.trigger_event(
+            getattr(self, self.CHANGE_EVENT),
+            previous_metadata_location=self.metadata_location,
+            rules=CURRENT,
+            requirements=requirements,
+            updates=updates,
+            metadata_location=metadata_location,
+            applied_at_ms=applied_at_ms,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def rename(
+        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
+    ) -> None:
+        self.ensure_live()
+        self._move(self.Renamed, namespace_id, namespace, name, actor, request_id)
+
+    def _move(
+        self,
+        event_class: Any,
+        namespace_id: UUID,
+        namespace: list[str],
+        name: str,
+        actor: str,
+        request_id: str,
+    ) -> None:
+        self.trigger_event(
+            event_class,
+            from_namespace=list(self.namespace),
+            from_name=self.name,
+            namespace_id=namespace_id,
+            namespace=namespace,
+            name=name,
+            actor=actor,
+            request_id=request_id,
+        )
+
+    def soft_drop(
+        self,
+        *,
+        deleted_at_ms: int,
+        expiration_seconds: int,
+        expiration_task_id: UUID,
+        actor: str,
+        request_id: str,
+        **extra: Any,
+    ) -> None:
+        self.ensure_droppable()
+        self.trigger_event(
+            self.SoftDropped,
+            deleted_at_ms=deleted_at_ms,
+            expiration_seconds=expiration_seconds,
+            expires_at_ms=deleted_at_ms + expiration_seconds * 1000,
+            expiration_task_id=expiration_task_id,
+            actor=actor,
+            request_id=request_id,
+            **extra,
+        )
+
+    def undrop(
+        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
+    ) -> None:
+        self.ensure_soft_deleted()
+        self._move(self.Undropped, namespace_id, namespace, name, actor, request_id)
+
+    def expire(
+        self, *, reason: str, purge_task_id: UUID | None, actor: str, request_id: str
+    ) -> None:
+        """Make a soft drop final: `reason` is "expired" (its delay passed) or "dropped"
+        (a recursive drop of its namespace removed it early); `purge_task_id` names the
+        purge that follows, if one was requested."""
+        self.ensure_soft_deleted()
+        self.trigger_event(
+            self.Expired,
+            reason=reason,
+            purge_task_id=purge_task_id,
+            actor=actor,
+            request_id=request_id,
+        )
