@@ -259,6 +259,11 @@ class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
+# Lingering close after a refused body: how long and how much to read before closing.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1 << 20
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -288,8 +293,24 @@ class _Handler(BaseHTTPRequestHandler):
             )
         except OAuthError as error:
             self._send(oauth_error(error))
+            if self.close_connection:
+                self._linger()
             return
         self._send(provider.answer(request))
+
+    def _linger(self) -> None:
+        """Read what the client still sends, a little, before the socket closes: closed
+        with unread data, the connection is reset, and a client still sending may lose the
+        answer already on its way to it."""
+        self.wfile.flush()
+        self.connection.shutdown(socket.SHUT_WR)
+        self.connection.settimeout(LINGER_SECONDS)
+        try:
+            for _ in range(LINGER_BYTES // 65536):
+                if not self.connection.recv(65536):
+                    break
+        except OSError:
+            pass
 
     def _form(self) -> dict[str, list[str]]:
         declared = (self.headers.get("Content-Length") or "0").strip()
