@@ -10,7 +10,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from icelog.api.console import access, log, pages
+from icelog.api.console import access, log, login, projects, status, tabulars, warehouses
 
 STATIC = Path(__file__).parent / "static"
 
@@ -50,39 +50,41 @@ class ConsoleHeaders:
 def console_routes() -> list[BaseRoute]:
     wh = "/ui/warehouses/{warehouse_id}"
     return [
-        Route("/ui", pages.home, methods=["GET"]),
-        Route("/ui/", pages.home, methods=["GET"]),
-        Route("/ui/projects", pages.projects, methods=["GET"]),
-        Route("/ui/projects", pages.create_project, methods=["POST"]),
-        Route("/ui/projects/{project_id}", pages.project, methods=["GET"]),
-        Route("/ui/projects/{project_id}/new-warehouse", pages.new_warehouse, methods=["GET"]),
-        Route("/ui/projects/{project_id}/new-warehouse", pages.create_warehouse, methods=["POST"]),
+        Route("/ui", projects.home, methods=["GET"]),
+        Route("/ui/", projects.home, methods=["GET"]),
+        Route("/ui/projects", projects.projects, methods=["GET"]),
+        Route("/ui/projects", projects.create_project, methods=["POST"]),
+        Route("/ui/projects/{project_id}", projects.project, methods=["GET"]),
+        Route("/ui/projects/{project_id}/new-warehouse", warehouses.new_warehouse, methods=["GET"]),
+        Route(
+            "/ui/projects/{project_id}/new-warehouse", warehouses.create_warehouse, methods=["POST"]
+        ),
         Route("/ui/projects/{project_id}/access", access.access, methods=["GET", "POST"]),
         Route("/ui/projects/{project_id}/roles", access.roles, methods=["GET"]),
         Route("/ui/projects/{project_id}/roles", access.create_role, methods=["POST"]),
-        Route("/ui/projects/{project_id}/{action}", pages.project_action, methods=["POST"]),
+        Route("/ui/projects/{project_id}/{action}", projects.project_action, methods=["POST"]),
         Route("/ui/roles/{role_id}", access.role, methods=["GET", "POST"]),
         Route("/ui/roles/{role_id}/{action}", access.role_action, methods=["POST"]),
         Route("/ui/users", access.users, methods=["GET"]),
         Route("/ui/users/{action}", access.user_action, methods=["POST"]),
         Route("/ui/server/access", access.access, methods=["GET", "POST"]),
-        Route(wh, pages.warehouse, methods=["GET"]),
-        Route(wh + "/namespace", pages.namespace, methods=["GET"]),
-        Route(wh + "/table", pages.table, methods=["GET"]),
-        Route(wh + "/view", pages.view, methods=["GET"]),
-        Route(wh + "/tasks/{task_id}", pages.task, methods=["GET"]),
+        Route(wh, warehouses.warehouse, methods=["GET"]),
+        Route(wh + "/namespace", warehouses.namespace, methods=["GET"]),
+        Route(wh + "/table", tabulars.table, methods=["GET"]),
+        Route(wh + "/view", tabulars.view, methods=["GET"]),
+        Route(wh + "/tasks/{task_id}", warehouses.task, methods=["GET"]),
         Route(wh + "/access", access.access, methods=["GET", "POST"]),
         Route(wh + "/{kind}/access", access.access, methods=["GET", "POST"]),
-        Route(wh + "/{kind}/{action}", pages.tabular_action, methods=["POST"]),
-        Route(wh + "/{action}", pages.warehouse_action, methods=["POST"]),
+        Route(wh + "/{kind}/{action}", tabulars.tabular_action, methods=["POST"]),
+        Route(wh + "/{action}", warehouses.warehouse_action, methods=["POST"]),
         Route("/ui/events", log.events, methods=["GET"]),
         Route("/ui/events/{position}", log.event_object, methods=["GET"]),
-        Route("/ui/status", pages.status, methods=["GET"]),
-        Route("/ui/login", pages.login, methods=["GET"]),
-        Route("/ui/login/start", pages.login_start, methods=["GET"]),
-        Route("/ui/callback", pages.callback, methods=["GET"], name="console-callback"),
+        Route("/ui/status", status.status, methods=["GET"]),
+        Route("/ui/login", login.login, methods=["GET"]),
+        Route("/ui/login/start", login.login_start, methods=["GET"]),
+        Route("/ui/callback", login.callback, methods=["GET"], name="console-callback"),
         # POST only, from the console's own pages (a cross-site form cannot log anyone out).
-        Route("/ui/logout", pages.logout, methods=["POST"]),
+        Route("/ui/logout", login.logout, methods=["POST"]),
         Mount("/ui/static", app=StaticFiles(directory=str(STATIC)), name="console-static"),
-        Route("/ui/{rest:path}", pages.not_found, methods=["GET", "POST"]),
+        Route("/ui/{rest:path}", status.not_found, methods=["GET", "POST"]),
     ]

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from icelog.api.console.calls import ApiError, call, namespace_segment
-from icelog.api.console.pages import (
+from icelog.api.console.frame import (
     OPERATION,
     SEP,
     as_of_query,

@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from icelog.api.console import history
 from icelog.api.console.calls import ApiError, call, namespace_segment
-from icelog.api.console.pages import (
+from icelog.api.console.frame import (
     Moment,
     as_of_catalog,
     attempt,
@@ -31,7 +31,7 @@ FILTERS = ("type", "actor", "warehouse-id", "namespace")
 # After these an object is gone: its event leads to the object as it was just before.
 GONE = ("dropped", "soft-dropped", "unregistered", "expired", "purged", "deleted")
 
-Link = Callable[..., str]  # a console URL as of a moment: `pages.link`
+Link = Callable[..., str]  # a console URL as of a moment: `frame.link`
 
 
 def _position(request: Request, name: str) -> int | None:
