@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,4 +205,22 @@ def _sqlite_unreadable(path: Path) -> str | None:
         return f"cannot read {path} as the catalog's SQLite database: {exc}"
     finally:
         conn.close()
+    return None
+
+
+def database_refusal(settings: Settings, *, creates: bool) -> int | None:
+    """The `icelog` command's exit status when it cannot go on with the configured database
+    (after saying why on stderr): 1 when it cannot be used (unreachable, missing, refused
+    us), 2 when it holds no catalog and the command would not create one."""
+    found = probe(settings, creates=creates)
+    if found.problem is not None:
+        print(f"icelog: {found.problem}", file=sys.stderr)
+        return 1
+    if not creates and not found.catalog_found:
+        where = settings.database_url_redacted or str(settings.sqlite_path)
+        print(
+            f"icelog: no catalog at {where} (set ICELOG_DATA_DIR or ICELOG_DATABASE_URL)",
+            file=sys.stderr,
+        )
+        return 2
     return None

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from starlette.testclient import TestClient
 
-from icelog.api import cli
+from icelog.api import cli, cli_log
 from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
@@ -317,7 +317,7 @@ def test_a_database_lost_mid_command_is_one_line(
     def lost(*_: object) -> int:
         raise DatabaseUnavailableError("The catalog database is unavailable; retry later")
 
-    monkeypatch.setattr(cli, "_events_tail", lost)
+    monkeypatch.setattr(cli_log, "events_tail", lost)
     assert cli.main(["events", "tail"]) == 1
     said = capsys.readouterr().err
     assert said == (
