@@ -24,35 +24,30 @@ from icelog.projections.event_index import EventFilter, EventIndex
 POSITION_PROPERTY = "icelog.audit.exported-position"
 BATCH = 10_000
 
+# The exported table's columns: (name, Iceberg type, Arrow type, required), in order; the
+# Iceberg schema and the Arrow batches are both made from it.
+_COLUMNS: tuple[tuple[str, Any, pa.DataType, bool], ...] = (
+    ("position", LongType(), pa.int64(), True),
+    ("time", TimestamptzType(), pa.timestamp("us", tz="UTC"), True),
+    ("type", StringType(), pa.string(), True),
+    ("aggregate_id", StringType(), pa.string(), True),
+    ("version", LongType(), pa.int64(), True),
+    ("actor", StringType(), pa.string(), False),
+    ("request_id", StringType(), pa.string(), False),
+    ("warehouse_id", StringType(), pa.string(), False),
+    ("namespace", StringType(), pa.string(), False),
+    ("tabular_id", StringType(), pa.string(), False),
+    ("subject", StringType(), pa.string(), False),
+    ("data", StringType(), pa.string(), True),
+)
 SCHEMA = Schema(
-    NestedField(1, "position", LongType(), required=True),
-    NestedField(2, "time", TimestamptzType(), required=True),
-    NestedField(3, "type", StringType(), required=True),
-    NestedField(4, "aggregate_id", StringType(), required=True),
-    NestedField(5, "version", LongType(), required=True),
-    NestedField(6, "actor", StringType(), required=False),
-    NestedField(7, "request_id", StringType(), required=False),
-    NestedField(8, "warehouse_id", StringType(), required=False),
-    NestedField(9, "namespace", StringType(), required=False),
-    NestedField(10, "tabular_id", StringType(), required=False),
-    NestedField(11, "subject", StringType(), required=False),
-    NestedField(12, "data", StringType(), required=True),
+    *(
+        NestedField(field_id, name, kind, required=required)
+        for field_id, (name, kind, _, required) in enumerate(_COLUMNS, start=1)
+    )
 )
 ARROW = pa.schema(
-    [
-        pa.field("position", pa.int64(), nullable=False),
-        pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("aggregate_id", pa.string(), nullable=False),
-        pa.field("version", pa.int64(), nullable=False),
-        pa.field("actor", pa.string()),
-        pa.field("request_id", pa.string()),
-        pa.field("warehouse_id", pa.string()),
-        pa.field("namespace", pa.string()),
-        pa.field("tabular_id", pa.string()),
-        pa.field("subject", pa.string()),
-        pa.field("data", pa.string(), nullable=False),
-    ]
+    [pa.field(name, arrow, nullable=not required) for name, _, arrow, required in _COLUMNS]
 )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import closing
 from typing import Any
 from uuid import UUID
 
@@ -32,12 +33,20 @@ _PAGE = 1000
 _TYPE_PREFIX = "io.icelog."
 
 
-class NotFound(Exception):
+class Refused(Exception):
+    """The command cannot answer: said on stderr, ending with `status`."""
+
+    status = 1
+
+
+class NotFound(Refused):
     """What was named does not exist (exit 1)."""
 
 
-class Malformed(Exception):
+class Malformed(Refused):
     """What was given cannot be a name or an id (exit 2)."""
+
+    status = 2
 
 
 def add_commands(sub: Any) -> None:
@@ -81,17 +90,12 @@ def _run(command: Any) -> Any:
     """The command on built services, with its errors as exit statuses."""
 
     def run(args: argparse.Namespace, settings: Settings) -> int:
-        services = Services.build(settings)
         try:
-            document, lines = command(args, services)
-        except NotFound as exc:
+            with closing(Services.build(settings)) as services:
+                document, lines = command(args, services)
+        except Refused as exc:
             print(f"icelog: {shown(str(exc))}", file=sys.stderr)
-            return 1
-        except Malformed as exc:
-            print(f"icelog: {shown(str(exc))}", file=sys.stderr)
-            return 2
-        finally:
-            services.close()
+            return exc.status
         if args.json:
             print(json.dumps(document, indent=2))  # escapes every control character
         else:

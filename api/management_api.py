@@ -89,6 +89,16 @@ def _undrop(path: str, summary: str, operation_id: str, *, deprecated: bool = Fa
     )  # fmt: skip
 
 
+def _function_write(
+    method: str, path: str, handler: Any, body: Any, operation_id: str, summary: str
+) -> Operation:
+    """A write of a function: its whole new state in, its new metadata out."""
+    return Operation(
+        method, path, handler, summary, "function", body=body, response=fn.LoadFunctionResult,
+        errors=(400, 404, 409), operation_id=operation_id,
+    )  # fmt: skip
+
+
 def _history(kind: str) -> Operation:
     return Operation(
         "GET", f"/warehouse/{{warehouse_id}}/{kind}/{{{kind}_id}}/history", tabular_history,
@@ -274,19 +284,17 @@ MANAGEMENT_OPERATIONS: list[Operation] = [
     ),
     *_protection(),
     # -- functions (Iceberg UDFs; the catalog API lists and loads them)
-    Operation(
-        "POST", f"{NAMESPACE}/function", functions.create_function,
+    _function_write(
+        "POST", f"{NAMESPACE}/function", functions.create_function, fn.CreateFunctionRequest,
+        "createFunction",
         "Create a function: its definitions (the catalog assigns the function-uuid, version "
-        "ids and times), or a complete function metadata document to adopt", "function",
-        body=fn.CreateFunctionRequest, response=fn.LoadFunctionResult,
-        errors=(400, 404, 409), operation_id="createFunction",
+        "ids and times), or a complete function metadata document to adopt",
     ),
-    Operation(
+    _function_write(
         "PUT", f"{NAMESPACE}/function/{{function}}", functions.replace_function,
+        fn.ReplaceFunctionRequest, "replaceFunction",
         "Replace a function: new current versions of definitions, removals, rollbacks, doc, "
-        "properties — one new metadata file", "function",
-        body=fn.ReplaceFunctionRequest, response=fn.LoadFunctionResult,
-        errors=(400, 404, 409), operation_id="replaceFunction",
+        "properties — one new metadata file",
     ),
     Operation(
         "DELETE", f"{NAMESPACE}/function/{{function}}", functions.drop_function,

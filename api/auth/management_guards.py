@@ -77,6 +77,9 @@ def on_events(request: Request, body: Any, query: Any) -> None:
 
 SELF: Guard | None = None
 WAREHOUSE: tuple[Kind, str] = ("warehouse", "warehouse_id")
+NAMESPACE: tuple[Kind, str] = ("namespace", "namespace_id")
+_TABULAR: tuple[Kind, ...] = ("table", "view")
+_PROTECTED: tuple[Kind, ...] = ("warehouse", "namespace", *_TABULAR)
 
 GUARDS: dict[str, Guard | None] = {
     "getServerInfo": SELF,
@@ -110,18 +113,16 @@ GUARDS: dict[str, Guard | None] = {
     "updateStorageProfile": on(*WAREHOUSE, "modify_storage"),
     "updateStorageCredential": on(*WAREHOUSE, "modify_storage_credential"),
     "updateDeleteProfile": on(*WAREHOUSE, "modify_storage"),
-    "dropNamespaceById": on("namespace", "namespace_id", "delete"),
-    "createFunction": on("namespace", "namespace_id", "create_function"),
-    "replaceFunction": on("namespace", "namespace_id", "replace_function"),
-    "dropFunction": on("namespace", "namespace_id", "drop_function"),
-    "getWarehouseProtection": on(*WAREHOUSE, "get_metadata"),
-    "setWarehouseProtection": on(*WAREHOUSE, "set_protection"),
-    "getNamespaceProtection": on("namespace", "namespace_id", "get_metadata"),
-    "setNamespaceProtection": on("namespace", "namespace_id", "set_protection"),
-    "getTableProtection": on("table", "table_id", "get_metadata"),
-    "setTableProtection": on("table", "table_id", "set_protection"),
-    "getViewProtection": on("view", "view_id", "get_metadata"),
-    "setViewProtection": on("view", "view_id", "set_protection"),
+    "dropNamespaceById": on(*NAMESPACE, "delete"),
+    "createFunction": on(*NAMESPACE, "create_function"),
+    "replaceFunction": on(*NAMESPACE, "replace_function"),
+    "dropFunction": on(*NAMESPACE, "drop_function"),
+    # Each kind's protection: read with its metadata, changed by `set_protection`.
+    **{
+        f"{verb}{kind.capitalize()}Protection": on(kind, f"{kind}_id", action)
+        for kind in _PROTECTED
+        for verb, action in (("get", "get_metadata"), ("set", "set_protection"))
+    },
     "listDeletedTabulars": on(*WAREHOUSE, "list_deleted_tabulars"),
     "undropTabulars": on(*WAREHOUSE, "control_all_tasks"),
     "undropTabularsDeprecated": on(*WAREHOUSE, "control_all_tasks"),
@@ -129,8 +130,10 @@ GUARDS: dict[str, Guard | None] = {
     "getTask": on(*WAREHOUSE, "get_all_tasks"),
     "listEvents": on_events,
     "getCatalogAsOf": on_server("read_assignments"),
-    "getTableHistory": on("table", "table_id", "get_metadata"),
-    "getViewHistory": on("view", "view_id", "get_metadata"),
+    **{
+        f"get{kind.capitalize()}History": on(kind, f"{kind}_id", "get_metadata")
+        for kind in _TABULAR
+    },
 }
 _PERMISSION_ROUTES = ("Assignments", "Access")
 

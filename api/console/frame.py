@@ -225,6 +225,18 @@ def actions(key: str, table: dict[str, Action]) -> Handler:
     return page(act)
 
 
+def rename(operation: str, key: str, back: str, message: str) -> Action:
+    """A rename form's action: `operation` on the object (path parameter `key`) with the
+    name typed, then back to its page (`back`, `{}` standing for its id)."""
+
+    async def act(request: Request, ident: str, data: dict[str, str]) -> Response:
+        body = {"new-name": data.get("name")}
+        await call(request, operation, path={key: ident}, body=body)
+        return done(back.format(ident), message)
+
+    return act
+
+
 async def with_access(
     request: Request, context: dict[str, Any], kind: str, path: dict[str, str], url: str
 ) -> dict[str, Any]:

@@ -46,13 +46,19 @@ def _too_many(request: Request) -> Response | None:
     return response
 
 
-async def login_start(request: Request) -> Response:
+def _instead_of_provider(request: Request) -> Response | None:
+    """What a login's start or callback answers instead of reaching the provider: the
+    projects without auth, the 429 page over the rate; None when it may go on."""
     _plain(request)
     if not session.enabled(request):
         return RedirectResponse("/ui/projects", status_code=303)
-    limited = _too_many(request)
-    if limited is not None:
-        return limited
+    return _too_many(request)
+
+
+async def login_start(request: Request) -> Response:
+    instead = _instead_of_provider(request)
+    if instead is not None:
+        return instead
     try:
         return await session.start(request)
     except (OSError, ValueError, ProviderBusy) as exc:
@@ -61,12 +67,9 @@ async def login_start(request: Request) -> Response:
 
 
 async def callback(request: Request) -> Response:
-    _plain(request)
-    if not session.enabled(request):
-        return RedirectResponse("/ui/projects", status_code=303)
-    limited = _too_many(request)
-    if limited is not None:
-        return limited
+    instead = _instead_of_provider(request)
+    if instead is not None:
+        return instead
     try:
         token, lifetime, to = await session.finish(request)
     except session.LoginNeeded as refused:

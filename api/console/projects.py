@@ -14,6 +14,7 @@ from icelog.api.console.frame import (
     form,
     link,
     page,
+    rename,
     render,
     with_access,
 )
@@ -85,15 +86,10 @@ async def project(request: Request) -> Response:
     return render(request, "project.html", context)
 
 
-async def _rename(request: Request, pid: str, data: dict[str, str]) -> Response:
-    body = {"new-name": data.get("name")}
-    await call(request, "renameProjectById", path={"project_id": pid}, body=body)
-    return done(f"/ui/projects/{pid}", "Project renamed")
-
-
 async def _delete(request: Request, pid: str, _data: dict[str, str]) -> Response:
     await call(request, "deleteProjectById", path={"project_id": pid})
     return done("/ui/projects", "Project deleted")
 
 
-project_action = actions("project_id", {"rename": _rename, "delete": _delete})
+_RENAME = rename("renameProjectById", "project_id", "/ui/projects/{}", "Project renamed")
+project_action = actions("project_id", {"rename": _RENAME, "delete": _delete})

@@ -22,6 +22,7 @@ from icelog.api.console.frame import (
     ns_levels,
     ns_param,
     page,
+    rename,
     render,
     with_access,
 )
@@ -170,10 +171,12 @@ async def warehouse(request: Request) -> Response:
     return render(request, "warehouse.html", context)
 
 
-async def _rename(request: Request, wid: str, data: dict[str, str]) -> Response:
-    body = {"new-name": data.get("name")}
-    await call(request, "renameWarehouse", path={"warehouse_id": wid}, body=body)
-    return done(f"/ui/warehouses/{wid}", "Warehouse renamed")
+async def _changed(
+    request: Request, wid: str, operation: str, body: dict[str, Any], message: str
+) -> Response:
+    """A form's change to the warehouse, then back to its page saying what was done."""
+    await call(request, operation, path={"warehouse_id": wid}, body=body)
+    return done(f"/ui/warehouses/{wid}", message)
 
 
 async def _delete(request: Request, wid: str, data: dict[str, str]) -> Response:
@@ -183,30 +186,31 @@ async def _delete(request: Request, wid: str, data: dict[str, str]) -> Response:
 
 
 async def _delete_profile_change(request: Request, wid: str, data: dict[str, str]) -> Response:
-    profile = {"delete-profile": _delete_profile(data)}
-    await call(request, "updateDeleteProfile", path={"warehouse_id": wid}, body=profile)
-    return done(f"/ui/warehouses/{wid}", "Delete profile changed")
+    body = {"delete-profile": _delete_profile(data)}
+    return await _changed(request, wid, "updateDeleteProfile", body, "Delete profile changed")
 
 
 async def _protection(request: Request, wid: str, data: dict[str, str]) -> Response:
     body = {"protected": data.get("protected") == "true"}
-    await call(request, "setWarehouseProtection", path={"warehouse_id": wid}, body=body)
-    return done(f"/ui/warehouses/{wid}", "Protection changed")
+    return await _changed(request, wid, "setWarehouseProtection", body, "Protection changed")
 
 
 async def _undrop(request: Request, wid: str, data: dict[str, str]) -> Response:
     target = {"type": data.get("type", "table"), "id": data.get("id", "")}
     if data.get("new-name"):
         target["new-name"] = data["new-name"]
-    path = {"warehouse_id": wid}
-    await call(request, "undropTabulars", path=path, body={"targets": [target]})
-    return done(f"/ui/warehouses/{wid}", f"Restored {data.get('name', 'it')}")
+    body = {"targets": [target]}
+    return await _changed(
+        request, wid, "undropTabulars", body, f"Restored {data.get('name', 'it')}"
+    )
 
 
 warehouse_action = actions(
     "warehouse_id",
     {
-        "rename": _rename,
+        "rename": rename(
+            "renameWarehouse", "warehouse_id", "/ui/warehouses/{}", "Warehouse renamed"
+        ),
         "delete": _delete,
         "delete-profile": _delete_profile_change,
         "protection": _protection,
