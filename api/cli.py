@@ -20,11 +20,12 @@ from icelog.projections.sql import DatabaseUnavailableError
 # Re-exported: tests and tools import these from the command line's module.
 __all__ = ["main", "open_mode_warning", "unauthenticated_refusal", "uvicorn_options"]
 
-# The commands that create a catalog where there is none (every other one reads one, and
-# must not leave an empty catalog behind), and those that never open the database.
-# `publish` says a mistake in its sink's settings first, then asks itself.
+# The commands that create a catalog where there is none: every other one reads one, and
+# must not leave an empty catalog behind. The database is checked before every command but
+# those that never open it and `publish`, which says a mistake in its sink's settings
+# first, then checks itself.
 CREATING = ("serve", "migrate")
-OFFLINE = ("clients", "dev-idp", "publish")
+UNCHECKED = ("clients", "dev-idp", "publish")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         except SettingsError as exc:
             print(f"icelog: configuration error: {exc}", file=sys.stderr)
             return 2
-    if args.command not in OFFLINE:
+    if args.command not in UNCHECKED:
         refused = database_refusal(settings, creates=args.command in CREATING)
         if refused is not None:
             return refused
