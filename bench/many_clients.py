@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/many_clients.py [CLIENTS] [BUDGET]
 
-Found on 2026-11-27 (issue 32's break-it pass), open: on PostgreSQL with 45 clients a
+Found on 2026-11-27, open: on PostgreSQL with 45 clients a
 commit (`POST .../tables/t`) is never answered (the client's 170 s timeout ends the run),
-with `ICELOG_PG_MAX_CONNECTIONS` 3 or 100 alike, and on the code before issue 32 (3926830)
+with `ICELOG_PG_MAX_CONNECTIONS` 3 or 100 alike, and on the code of 3926830
 as well; with 8 or 30 clients every request answers 200 in 2-5 s. The handler thread pool
 holds 40 threads (api/threads.py), which points at thread starvation in the commit path
 (the group committer), not at the connection pools; it still hangs with uvicorn's own

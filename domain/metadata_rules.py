@@ -6,7 +6,7 @@ change, documents built under the old rules would come out different, or be refu
 replayed under the new ones. So every commit event records the rules it was applied under
 (`rules`), and a replay applies the same ones (ADR 0012):
 
-- 1 (LEGACY): before issue 15 — no checks added since, no normalisation of type strings
+- 1 (LEGACY): the first rules — no checks added since, no normalisation of type strings
   or transform arguments. Events written before the field existed are upcast to 1.
 - 2 (CURRENT): as strict as Iceberg Java's builders and PyIceberg's parser; type strings
   and transforms normalised as Java writes them.
@@ -39,5 +39,5 @@ def applying(version: int) -> Iterator[None]:
 
 
 def legacy() -> bool:
-    """True while replaying a commit made under the rules before issue 15."""
+    """True while replaying a commit made under the first, laxer rules (1)."""
     return _ACTIVE.get() < CURRENT

@@ -254,7 +254,7 @@ class IcebergEvents(SqlStore):
         scanned_to: list[int] = []  # per stream that hit the scan limit: how far it looked
         furthest = after
         # One snapshot for every statement: the rows and how far they reached must agree,
-        # or the token moves past rows committed between the statements (issue 31).
+        # or the token moves past rows committed between the statements.
         with self.snapshot() as cur:
             for stream in streams:
                 left_out = (hidden or {}).get(stream, ())

@@ -154,7 +154,7 @@ def _task_results(cur: Any, target: Target) -> None:
 
 
 def _retire_column(cur: Any, target: Target) -> None:
-    """A replaced storage credential is deleted after a grace period (issue 16)."""
+    """A replaced storage credential is deleted after a grace period."""
     if target.dialect == "postgres":
         for statement in secrets.retire_column(target.dialect):
             cur.execute(statement)
@@ -164,7 +164,7 @@ def _retire_column(cur: Any, target: Target) -> None:
         cur.execute("ALTER TABLE icelog_secrets ADD COLUMN retire_at_ms BIGINT")
 
 
-# Grants whose object is gone (issue 31): the read model now ends them with the object
+# Grants whose object is gone: the read model now ends them with the object
 # (domain/ownership.py `grants_ended_by`); older releases left them behind. A namespace
 # made again under a dropped one's name has the same id: grants older than it are the
 # dropped one's.

@@ -279,7 +279,7 @@ class SqlStore:
         position it hands out (a continuation token) must agree on. Two statements on an
         autocommit connection each see what was committed when they ran: a row committed
         between them was counted by the second (the token moved past it) but not returned
-        by the first, and a consumer following the token never saw it (issue 31, item 8).
+        by the first, and a consumer following the token never saw it.
         On PostgreSQL a REPEATABLE READ, READ ONLY transaction (it waits for no lock and
         takes none that writers wait for); on SQLite one read transaction (WAL: the
         snapshot of its first read)."""

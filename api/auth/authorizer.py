@@ -209,9 +209,9 @@ class TtlCache:
     No entry is served past its time. When one runs out, one caller reads it again and the
     others that need it meanwhile wait for that read (at most `wait_s`, then they read it
     themselves) instead of all reading the same rows at once. A load that fails — a refusal
-    raises — removes the entry: an "allowed" never outlives a refusal (issue 31, item 9: the
-    old answer was served to everyone while one caller reloaded, and a refusal left it in
-    place, so a user who kept requesting kept a revoked right on the other replicas). A load
+    raises — removes the entry: an "allowed" never outlives a refusal (served
+    to everyone while one caller reloaded, with a refusal leaving it in place, an old answer
+    let a user who kept requesting keep a revoked right on the other replicas). A load
     that began before a `clear` does not store its answer."""
 
     def __init__(self, ttl_s: float, max_entries: int = 50_000, wait_s: float = 2.0) -> None:

@@ -7,7 +7,7 @@ provider; PyJWT then checks signature, algorithm, issuer, audience and lifetime.
 
 Keys are cached. A token signed with a key id the cache does not know makes the verifier
 fetch the JWKS again (the IdP rotated its keys). A flood of made-up key ids can neither turn
-icelog into an amplifier against the IdP nor hold a real rotation back (issue 31 #6):
+icelog into an amplifier against the IdP nor hold a real rotation back:
 unknown-kid refetches happen at most once per `UNKNOWN_KID_REFETCH_SECONDS` per provider,
 and a request whose kid arrives in between *waits* for the next one (one fetch answers
 everyone who arrived before it started) instead of being refused; a kid a refetch did not

@@ -2,8 +2,8 @@
 
 The token endpoint (`POST /catalog/v1/oauth/tokens`) and the console's login (its discovery
 document and code exchange) wait on the provider for up to 10 s each. In the handler pool a
-slow provider under a flood would hold every handler thread and starve all other requests
-(issue 31 #6). Here they get their own small pool: `PROVIDER_THREADS` calls run at once and
+slow provider under a flood would hold every handler thread and starve all other requests.
+Here they get their own small pool: `PROVIDER_THREADS` calls run at once and
 `PROVIDER_WAITING` more may wait; one more is refused at once (`ProviderBusy`, answered 503
 with `Retry-After`) instead of queueing behind the slow ones.
 

@@ -49,7 +49,7 @@ def whoami(request: Request) -> User:
 def _may_read_directory(request: Request) -> None:
     """Users, their names and e-mails are the server admin's to read (`list_users`), and
     the grant-givers' of a project (`read_assignments` there, i.e. its security and project
-    admins), who must find whom to grant to; nobody else's (issue 31 #5)."""
+    admins), who must find whom to grant to; nobody else's."""
     if not request.app.state.authorizer.enabled:
         return
     if may(request, SERVER, "list_users") or may(request, project_of(request), "read_assignments"):
@@ -94,7 +94,7 @@ def get_user(request: Request) -> User:
 def create_user(request: Request, body: CreateUserRequest) -> User:
     """Without an id, the caller from their token; with one, any user (name required).
     Only the server admin records a user other than as their token names them: someone
-    else, or the caller under another name, e-mail or type (issue 31 #5)."""
+    else, or the caller under another name, e-mail or type."""
     principal = _principal(request)
     if body.id is None:
         if principal is None:
