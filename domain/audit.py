@@ -12,6 +12,7 @@ from uuid import uuid5
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 AUDIT_ANCHOR_ID = uuid5(ICELOG_NAMESPACE, "audit-anchor")
@@ -20,10 +21,8 @@ AUDIT_ANCHOR_ID = uuid5(ICELOG_NAMESPACE, "audit-anchor")
 class AuditAnchor(Aggregate):
     TOPIC = "icelog.audit"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.audit.event.v1"
-        actor: str
-        request_id: str
 
     class Started(Event, Aggregate.Created):
         """The first chain head is about to be recorded (once per catalog, in the same append)."""

@@ -12,16 +12,16 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
+
 
 class NameClaim(Aggregate):
     """Who holds a name: a table or a view (one identifier space), or a warehouse."""
 
     TOPIC = "icelog.name-claim"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.name-claim.event.v1"
-        actor: str
-        request_id: str
 
     class Claimed(Event, Aggregate.Created):
         """A name was claimed for the first time, together with the event that takes it: a table or

@@ -7,6 +7,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import AlreadyExistsError, NoSuchNamespaceError
 from icelog.domain.protection import Protectable, ensure_unprotected
 
@@ -26,10 +27,8 @@ class Namespace(Protectable, Aggregate):
     TOPIC = "icelog.namespace"
     KIND = "Namespace"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.namespace.event.v1"
-        actor: str
-        request_id: str
 
     class Created(Event, Aggregate.Created):
         """`createNamespace` (`POST …/namespaces`) for a path that never existed in the warehouse.

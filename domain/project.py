@@ -7,6 +7,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import NoSuchProjectError, NotEmptyError
 
 
@@ -16,10 +17,8 @@ class Project(Aggregate):
 
     TOPIC = "icelog.project"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.project.event.v1"
-        actor: str
-        request_id: str
 
     class Created(Event, Aggregate.Created):
         """`POST /management/v1/project`; at first start also the `default` project (nil UUID, actor

@@ -8,14 +8,14 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
+
 
 class Role(Aggregate):
     TOPIC = "icelog.role"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.role.event.v1"
-        actor: str
-        request_id: str
 
     class Created(Event, Aggregate.Created):
         """`POST /management/v1/role`; its creator owns it.

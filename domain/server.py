@@ -6,16 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
+
 
 class Server(Aggregate):
     """Singleton aggregate (id `SERVER_ID`); its creation is the bootstrap."""
 
     TOPIC = "icelog.server"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.server.event.v1"
-        actor: str
-        request_id: str
 
     class Bootstrapped(Event, Aggregate.Created):
         """The catalog was bootstrapped: once per database, at the first start of `icelog serve`

@@ -15,6 +15,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import BadRequestError, ConflictError
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 from icelog.domain.locations import Location
@@ -31,10 +32,8 @@ class StorageRoots(Aggregate):
 
     TOPIC = "icelog.storage-roots"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.storage-roots.event.v1"
-        actor: str
-        request_id: str
 
     class Started(Event, Aggregate.Created):
         """The registry of warehouse roots began, with the first warehouse created after it existed;

@@ -23,6 +23,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import ConflictError, NotFoundError
 from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_rules import CURRENT, LEGACY
@@ -33,11 +34,8 @@ class NotSoftDeletedError(ConflictError):
     error_type = "NotSoftDeletedException"
 
 
-class TabularEvent(Aggregate.Event):
-    """Every table, view and function event says who asked, in which request."""
-
-    actor: str
-    request_id: str
+class TabularEvent(AttributedEvent):
+    """A table's, view's or function's event."""
 
 
 class Placed(TabularEvent, Aggregate.Created):

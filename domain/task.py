@@ -13,6 +13,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import ConflictError
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 
@@ -41,10 +42,8 @@ class TaskStateError(ConflictError):
 class Task(Aggregate):
     TOPIC = "icelog.task"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.task.event.v1"
-        actor: str
-        request_id: str
 
     class Scheduled(Event, Aggregate.Created):
         """A task was scheduled, in the same append as its cause: queue `tabular-expiration` by a

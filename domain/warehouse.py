@@ -7,6 +7,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import NoSuchWarehouseError, NotEmptyError
 from icelog.domain.protection import Protectable, ensure_unprotected
 
@@ -21,10 +22,8 @@ class Warehouse(Protectable, Aggregate):
     TOPIC = "icelog.warehouse"
     KIND = "Warehouse"
 
-    class Event(Aggregate.Event):
+    class Event(AttributedEvent):
         TOPIC = "icelog.warehouse.event.v1"
-        actor: str
-        request_id: str
 
     class Created(Event, Aggregate.Created):
         """`POST /management/v1/warehouse`; at first start also the embedded `default` warehouse
