@@ -178,8 +178,8 @@ def _grant(server: CatalogServer, idp: TestIdentityProvider, path: str, user: st
 def test_pyiceberg_with_only_a_namespace_or_a_table_grant(
     server: CatalogServer, idp: TestIdentityProvider
 ) -> None:
-    """Issue 32, item 2: select on one namespace (nina) or one table (otto) and nothing
-    else is enough to connect to the warehouse by name, find the way and read."""
+    """Select on one namespace (nina) or one table (otto) and nothing else is enough to
+    connect to the warehouse by name, find the way and read."""
     from pyiceberg.catalog import load_catalog
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 

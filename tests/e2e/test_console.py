@@ -724,8 +724,8 @@ def test_a_user_sees_only_what_the_api_shows_them(
 def test_a_namespace_grant_finds_its_way_from_the_start_page(
     browser: Browser, secured: CatalogServer, idp: TestIdentityProvider
 ) -> None:
-    """Nina holds select on `nav_sales` and nothing else (issue 32, item 2): she clicks from
-    the projects to the warehouse to her namespace and its table; `nav_hr` is nowhere."""
+    """Nina holds select on `nav_sales` and nothing else: she clicks from the projects to
+    the warehouse to her namespace and its table; `nav_hr` is nowhere."""
     admin = idp.issue("oidc-alice")
     catalog = rest_catalog(secured, token=admin)
     for namespace in ("nav_sales", "nav_hr"):

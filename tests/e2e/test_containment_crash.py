@@ -1,5 +1,5 @@
-"""Issue 15, class 8: metadata files are written whole, with the umask's mode, and a killed
-server leaves no temporary file behind.
+"""Metadata files are written whole, with the umask's mode, and a killed server leaves no
+temporary file behind.
 
 A real `icelog serve` (umask 022) takes concurrent commits to tables with large metadata
 documents (so that writes take a while) and view replaces, and is SIGKILLed several times.

@@ -1,8 +1,8 @@
-"""Issue 16: a process killed between a commit's append and its answer. The client hears
-nothing; a retry with the same Idempotency-Key, on a fresh server, is answered with the
-commit that landed (not a 409 that Java clients read as "failed" — they would re-apply the
-append or delete its files), the metadata file the log names is there, and the log, the read
-model and the files all verify."""
+"""A process killed between a commit's append and its answer. The client hears nothing; a
+retry with the same Idempotency-Key, on a fresh server, is answered with the commit that
+landed (not a 409 that Java clients read as "failed" — they would re-apply the append or
+delete its files), the metadata file the log names is there, and the log, the read model and
+the files all verify."""
 
 from __future__ import annotations
 

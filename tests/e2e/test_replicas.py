@@ -12,9 +12,9 @@ to initialise the schema and the default warehouse):
 - `ICELOG_DATABASE_READ_URL`: the read models are read through it, writes and the
   aggregates commands load are not (a frozen copy of the database stands in for a
   replica that lags forever: real streaming replication is not available here);
-- no event lost to a consumer (issue 31, item 8): writers commit on A and B while one
-  consumer follows the events endpoint's continuation tokens on A: every acknowledged
-  commit is seen exactly once, and the consumer sees every event of the log, in order.
+- no event lost to a consumer: writers commit on A and B while one consumer follows the
+  events endpoint's continuation tokens on A: every acknowledged commit is seen exactly
+  once, and the consumer sees every event of the log, in order.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Creates through staged transactions with auth on, by a user whose only right is `create`
-on one namespace (issue 31, item 7): Spark's CTAS, REPLACE TABLE AS SELECT and
-`DataFrameWriterV2.createOrReplace`, PyIceberg's `create_table_transaction`, DuckDB's
-CREATE TABLE. Each is a `stage-create` and then a commit with `assert-create` (a replace:
-a commit on the table its maker now owns). A user who may only read the namespace makes
-nothing. One server per backend for the module (SQLite and PostgreSQL, both with an
-identity provider)."""
+on one namespace: Spark's CTAS, REPLACE TABLE AS SELECT and
+`DataFrameWriterV2.createOrReplace`, PyIceberg's `create_table_transaction`, DuckDB's CREATE
+TABLE. Each is a `stage-create` and then a commit with `assert-create` (a replace: a commit
+on the table its maker now owns). A user who may only read the namespace makes nothing. One
+server per backend for the module (SQLite and PostgreSQL, both with an identity
+provider)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 16: ambiguous outcomes. A command decides what to clean up from its KNOWN outcome:
-files are deleted only when the append certainly did not happen, a landed append is answered
-as landed; an Idempotency-Key gives one outcome across replicas; reads never mix versions;
+"""Ambiguous outcomes. A command decides what to clean up from its KNOWN outcome: files are
+deleted only when the append certainly did not happen, a landed append is answered as
+landed; an Idempotency-Key gives one outcome across replicas; reads never mix versions;
 register reads the file as it is now. After every fault the log, the read model and the
 metadata files still verify, and every table has a readable current metadata file."""
 

@@ -1,5 +1,5 @@
 """Break-it attacks on the way in (ADR 0020) and on what outlives a revoke: a former reader
-must learn nothing about what was made after their rights ended (issue 32)."""
+must learn nothing about what was made after their rights ended."""
 
 from __future__ import annotations
 

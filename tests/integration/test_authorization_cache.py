@@ -138,10 +138,10 @@ def test_a_kept_decision_is_for_the_objects_the_call_names_not_the_page_it_came_
 
 @pytest.mark.attack
 def test_attack_a_revoke_reaches_a_replica_the_user_keeps_busy(authed: Authed) -> None:
-    """Issue 31, item 9: while Bob kept committing on replica A, a revoke made on B never
-    reached A (the expired "allowed" was served while one request reloaded it, and the
-    refusal that reload raised left it in place): 620-988 commits landed in 10 s. Now none
-    lands once the cache time has passed."""
+    """While Bob kept committing on replica A, a revoke made on B used to never reach A (the
+    expired "allowed" was served while one request reloaded it, and the refusal that reload
+    raised left it in place): 620-988 commits landed in 10 s. Now none lands once the cache
+    time has passed."""
     alice, table, grants = _setup(authed)
     bob = authed.idp.issue("bob")
     body = {"updates": [{"action": "set-properties", "updates": {"k": "v"}}]}

@@ -1,6 +1,6 @@
-"""Issue 31 #6, the console attacked: framed by another site, logged out by another site's
-form or link, its cookies sent over plain http behind a TLS proxy; and the start-up warning
-for a server without authentication."""
+"""The console attacked: framed by another site, logged out by another site's form or link,
+its cookies sent over plain http behind a TLS proxy; and the start-up warning for a server
+without authentication."""
 
 from __future__ import annotations
 

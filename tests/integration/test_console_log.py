@@ -1,8 +1,8 @@
-"""Issue 32 #7, the console's Log page (`/ui/events`) in-process, on both backends: as of a
-position it lists nothing later, on every page; newest first; its type filter takes every
-spelling and the rows show the one the events API uses; every position leads to a page
-that is there. With authentication on, a user reads no event outside the warehouses they
-may read, whatever as-of, type filter, paging or position they craft.
+"""The console's Log page (`/ui/events`) in-process, on both backends: as of a position it
+lists nothing later, on every page; newest first; its type filter takes every spelling and
+the rows show the one the events API uses; every position leads to a page that is there.
+With authentication on, a user reads no event outside the warehouses they may read, whatever
+as-of, type filter, paging or position they craft.
 
 The same pages in Chromium: tests/e2e/test_console.py."""
 

@@ -1,4 +1,4 @@
-"""Issue 15, class 1: a client cannot make the server delete files outside the table.
+"""A client cannot make the server delete files outside the table.
 
 A table's metadata is written by its clients, so it may name any file: statistics and
 partition statistics, manifest lists, manifests and data files, metadata-log entries (through

@@ -1,9 +1,9 @@
-"""Issue 15, classes 6 and 7: metadata clients could not read, 5xx and unbounded work.
+"""Metadata no client could read, 5xx answers and unbounded work.
 
-6. A few metadata updates no client could load (duplicate field names, decimal(99,2), a
+1. A few metadata updates no client could load (duplicate field names, decimal(99,2), a
    negative field id, a snapshot without a summary operation, bucket[0]): 400, and no
    metadata file is written. (The domain rules themselves are tested in tests/unit.)
-7. Deep nesting (schemas and bodies), control characters in query parameters, a directory
+2. Deep nesting (schemas and bodies), control characters in query parameters, a directory
    registered, internal errors (typed `CommitStateUnknownException` on commit routes only,
    never leaking the exception), and requests past ICELOG_REQUEST_TIMEOUT_SECONDS (503/504
    typed by route; a commit retried on conflicts stops at the next attempt and never
@@ -69,7 +69,7 @@ def _armed_namespace(scene: Scene) -> tuple[Api, str]:
     return scene.api, ns
 
 
-# -- 6. metadata no client could read ------------------------------------------------------------
+# -- 1. metadata no client could read ------------------------------------------------------------
 def _schema(*fields: dict[str, Any], schema_id: int = 1) -> dict[str, Any]:
     return {"type": "struct", "schema-id": schema_id, "fields": list(fields)}
 
@@ -136,7 +136,7 @@ def test_metadata_no_client_could_read_is_refused_unwritten(
     scene.finish()
 
 
-# -- 7. nesting -----------------------------------------------------------------------------------
+# -- 2. nesting -----------------------------------------------------------------------------------
 def nested_schema(levels: int) -> dict[str, Any]:
     """A schema of `levels` structs, one inside the other."""
     next_id = iter(range(1, 10 * levels + 10))
@@ -275,7 +275,7 @@ class _Raw:
     text: str
 
 
-# -- 7. control characters in query parameters ----------------------------------------------------
+# -- 2. control characters in query parameters ----------------------------------------------------
 CONTROL = ["\x00", "a\x00b", "\x01", "\x1f", "\x7f", "\x85", "2026-01-01T00:00:00\x00"]
 EVENT_PARAMETERS = [
     "after", "limit", "warehouse-id", "namespace", "tabular-id", "aggregate-id", "type",
@@ -330,7 +330,7 @@ def test_control_characters_in_other_query_parameters_are_never_5xx(scene: Scene
     scene.finish()
 
 
-# -- 7. a directory registered ------------------------------------------------------------------
+# -- 2. a directory registered ------------------------------------------------------------------
 def test_registering_a_directory_is_404_not_500(scene: Scene) -> None:
     """As every other unusable file (test_containment_reads.py)."""
     api, ns = _armed_namespace(scene)
@@ -344,7 +344,7 @@ def test_registering_a_directory_is_404_not_500(scene: Scene) -> None:
     scene.finish()
 
 
-# -- 7. internal errors ---------------------------------------------------------------------------
+# -- 2. internal errors ---------------------------------------------------------------------------
 def _boom(*_args: Any, **_kwargs: Any) -> Any:
     raise RuntimeError(f"something broke near {SECRET_DETAIL}")
 
@@ -458,7 +458,7 @@ def _fill(value: Any, ns: str) -> Any:
     return value
 
 
-# -- 7. request timeout and cancellation ----------------------------------------------------------
+# -- 2. request timeout and cancellation ----------------------------------------------------------
 @pytest.fixture(params=BACKENDS)
 def timed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     """Services whose app answers within 1 s (ICELOG_REQUEST_TIMEOUT_SECONDS=1)."""

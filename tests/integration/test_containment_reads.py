@@ -1,4 +1,4 @@
-"""Issue 15, class 3: register / register-view read only regular files inside the warehouse.
+"""Register / register-view read only regular files inside the warehouse.
 
 Outside the warehouse (dot segments, /dev, /proc, other schemes, other buckets): 400, and
 nothing is read (the sentinels' atimes stay in 1970). Inside the warehouse, every file that

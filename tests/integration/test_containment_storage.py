@@ -1,12 +1,12 @@
-"""Issue 15, classes 4 and 5: warehouses never share storage, and a stored credential is
-only ever sent to the store it was given for.
+"""Warehouses never share storage, and a stored credential is only ever sent to the store it
+was given for.
 
-4. A warehouse on the same root as another (in any project), on its parent or a child, on
+1. A warehouse on the same root as another (in any project), on its parent or a child, on
    another spelling of it (trailing slash, `file:` / bare path / `file://localhost`, S3
    endpoint spellings) or through a symbolic link is refused (409; 400 for spellings that do
    not parse, `..`, `%2e%2e`); a sibling (`wh` vs `wh2`) is not; a deleted warehouse's root
    is free again. A refused create leaves nothing behind.
-5. `POST /warehouse/{id}/storage` changing the endpoint, region or STS endpoint (or dropping
+2. `POST /warehouse/{id}/storage` changing the endpoint, region or STS endpoint (or dropping
    the endpoint) without the credential is 400 and changes nothing (no request reaches the
    new endpoint); with the credential it is checked. The access check's error reads the
    same for a closed port, a web server that is not S3, a TLS mismatch and a name that does
@@ -72,7 +72,7 @@ def file_profile(location: str) -> dict[str, Any]:
     return {"type": "file", "base-location": location}
 
 
-# -- 4. file warehouses -----------------------------------------------------------------------
+# -- 1. file warehouses -----------------------------------------------------------------------
 @dataclass
 class Roots:
     a: Path  # the existing warehouse's directory (base/whs/a-…)
@@ -181,7 +181,7 @@ def test_a_percent_encoded_spelling_of_a_root_overlaps_it(scene: Scene, roots: R
     scene.finish()
 
 
-# -- 4. S3 warehouses -------------------------------------------------------------------------
+# -- 1. S3 warehouses -------------------------------------------------------------------------
 def test_overlapping_s3_warehouses_are_refused(scene: Scene) -> None:
     scene.arm()
     assert scene.moto is not None
@@ -233,7 +233,7 @@ def test_overlapping_s3_warehouses_are_refused(scene: Scene) -> None:
     scene.finish(verify_log=True)
 
 
-# -- 5. storage changes and the access check --------------------------------------------------
+# -- 2. storage changes and the access check --------------------------------------------------
 @dataclass
 class Decoy:
     """A plain HTTP server that is not S3, recording every request it receives."""

@@ -1,4 +1,4 @@
-"""Issue 15, class 2: a client cannot make the server write outside the warehouse.
+"""A client cannot make the server write outside the warehouse.
 
 Table and view locations (at create, stage-create, create transaction, set-location and view
 replace), `write.metadata.path`, namespaces and names that look like paths, and very long

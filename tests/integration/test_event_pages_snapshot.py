@@ -1,5 +1,5 @@
-"""The events endpoint never skips an event (issue 31, item 8): a page and its continuation
-token come from one snapshot of the Iceberg events read model.
+"""The events endpoint never skips an event: a page and its continuation token come from
+one snapshot of the Iceberg events read model.
 
 A page used to read its rows and then, in a second statement on an autocommit connection,
 how far its window reached: a row an indexer committed between the two moved the token past

@@ -1,4 +1,4 @@
-"""Forged continuation tokens of `POST /v1/{prefix}/events` (issue 31, second reader).
+"""Forged continuation tokens of `POST /v1/{prefix}/events` (a second reader's find).
 
 "No input gets a 5xx": a token is client input. A position past SQLite's 64-bit integer
 (orjson reads integers up to 2**64-1) must be a 400, not an OverflowError turned into 500.

@@ -1,4 +1,4 @@
-"""No answer tells a hidden object from one that does not exist (issue 31, item 6).
+"""No answer tells a hidden object from one that does not exist.
 
 Namespace ids are `uuid5(warehouse, path)`: anyone can compute the id of `finance.payroll`.
 A caller who may not see an object must get, byte for byte, the answer an unknown id gets

@@ -1,4 +1,4 @@
-"""A hidden object answers exactly as an unknown one (issue 31 item 6's neighbours).
+"""A hidden object answers exactly as an unknown one, beyond test_existence_oracles.py.
 
 mallory (authenticated, no grants) asks about an object that exists but is hidden from her
 and about one that does not exist. The answers must be the same (status, error type,

@@ -1,5 +1,5 @@
-"""Issue 31 items 4 and 5, attacked through the API: a second provider cannot speak for the
-first provider's users, and the user directory is the server admin's (users read themselves;
+"""Identities attacked through the API: a second provider cannot speak for the first
+provider's users, and the user directory is the server admin's (users read themselves;
 names and e-mails come from the token)."""
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def test_the_lookups_use_the_indexes(lite: sqlite3.Connection, pg: psycopg.Conne
 
 @pytest.mark.attack
 def test_a_percent_encoded_location_is_looked_up_decoded_too() -> None:
-    """`t%2D1` is `t-1` to a reader that decodes: both spellings are looked up (issue 31)."""
+    """`t%2D1` is `t-1` to a reader that decodes: both spellings are looked up."""
     assert location_overlap.spellings("s3://b/ns/t-1") == ["s3://b/ns/t-1"]
     assert location_overlap.spellings("s3://b/ns/t%2D1") == ["s3://b/ns/t%2D1", "s3://b/ns/t-1"]
     assert location_overlap.spellings("s3://b/%6Es/t") == ["s3://b/%6Es/t", "s3://b/ns/t"]

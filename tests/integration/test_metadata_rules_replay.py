@@ -1,6 +1,7 @@
 """Commits made under older metadata rules replay exactly as they were written (ADR 0012):
-issue 15 made validation stricter and normalises type strings and transforms; a commit
-logged before that must still rebuild its document, byte for byte, and never be refused."""
+metadata rules 2 made validation stricter and normalises type strings and transforms; a
+commit logged under rules 1 must still rebuild its document, byte for byte, and never be
+refused."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from icelog.domain.table_metadata import apply_updates, metadata_file_name
 from tests.integration.conftest import Api, create_table
 from tests.support.hostile import assert_log_verifies, local_path
 
-# Accepted before issue 15, refused or normalised now.
+# Accepted under rules 1, refused or normalised under rules 2.
 LEGACY_UPDATES: list[dict[str, Any]] = [
     {
         "action": "add-schema",
@@ -54,7 +55,7 @@ LEGACY_UPDATES: list[dict[str, Any]] = [
 
 
 def legacy_commit(api: Api, name: str) -> tuple[Table, dict[str, Any]]:
-    """Append a commit as icelog wrote them before issue 15 (rules 1): the event, the
+    """Append a commit as icelog wrote them under rules 1 (LEGACY): the event, the
     document built under those rules, and its metadata file."""
     catalog = api.services.catalog
     wid = api.services.warehouse_for_prefix(api.prefix)

@@ -352,9 +352,9 @@ def test_a_migration_that_cannot_lock_a_table_gives_up_in_time(tmp_path: Path) -
 
 @pytest.mark.attack
 def test_step_17_ends_the_grants_of_objects_that_are_gone(db: Db) -> None:
-    """What an older release left behind (issue 31): grants on a dropped namespace's id, on
-    the previous namespace of a name made again, held by a deleted user (also one who came
-    back), by a deleted role, on a dropped table. Step 17 deletes those and keeps the rest."""
+    """What an older release left behind: grants on a dropped namespace's id, on the previous
+    namespace of a name made again, held by a deleted user (also one who came back), by a
+    deleted role, on a dropped table. Step 17 deletes those and keeps the rest."""
     services = db.build()
     try:
         services.ensure_defaults()

@@ -1,9 +1,9 @@
-"""A right inside a warehouse lets its holder connect and find their way to it (issue 32,
-item 2), as Lakekeeper's bottom-up navigation does: a grant on a namespace, a table, a view
-or a nested namespace gives `navigate` on every container above it — the warehouse's
-config, the containers' metadata, their lists filtered to the way down — and nothing more:
-no other namespace's contents, no create, nothing read from the warehouse whole. What lies
-off their way still answers exactly as what does not exist (docs/auth.md, "What each right
+"""A right inside a warehouse lets its holder connect and find their way to it, as
+Lakekeeper's bottom-up navigation does: a grant on a namespace, a table, a view or a nested
+namespace gives `navigate` on every container above it — the warehouse's config, the
+containers' metadata, their lists filtered to the way down — and nothing more: no other
+namespace's contents, no create, nothing read from the warehouse whole. What lies off their
+way still answers exactly as what does not exist (docs/auth.md, "What each right
 allows")."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""A purge slower than its task's lease keeps the lease (issue 31, "not confirmed, check"):
-the deletes are paced by `purge_delete_rate`, and a wait between two deletes longer than
-the lease used to pass without a heartbeat, so another worker could take the task over at
-every attempt. Confirmed: the gap between heartbeats was 1/rate seconds (2.5 s here), so
-below one file per lease (30 s by default) the lease ran out before each delete."""
+"""A purge slower than its task's lease keeps the lease: the deletes are paced by
+`purge_delete_rate`, and a wait between two deletes longer than the lease used to pass
+without a heartbeat, so another worker could take the task over at every attempt. Confirmed:
+the gap between heartbeats was 1/rate seconds (2.5 s here), so below one file per lease
+(30 s by default) the lease ran out before each delete."""
 
 from __future__ import annotations
 

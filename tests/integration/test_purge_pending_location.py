@@ -1,10 +1,10 @@
-"""A hard-dropped table's location stays taken while its purge is pending or running
-(issue 31, "not confirmed, check" — confirmed): the location check saw live and
-soft-dropped tables only, so registering the dropped table's metadata (or creating a
-table at its location) was accepted while the purge task was still to delete those very
-files; and a purge already deleting looks for other tables in its location only when it
-starts. A register or create overlapping an open purge is refused (409, naming no
-table), on every replica; once the purge has finished, the location is free again."""
+"""A hard-dropped table's location stays taken while its purge is pending or running (a
+suspected hole, confirmed): the location check saw live and soft-dropped tables only, so
+registering the dropped table's metadata (or creating a table at its location) was accepted
+while the purge task was still to delete those very files; and a purge already deleting
+looks for other tables in its location only when it starts. A register or create overlapping
+an open purge is refused (409, naming no table), on every replica; once the purge has
+finished, the location is free again."""
 
 from __future__ import annotations
 

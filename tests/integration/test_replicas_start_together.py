@@ -1,7 +1,7 @@
-"""Replicas started together on one database all come up (issue 31, item 10): each makes
-the default project and warehouse if missing, and the race's losers must take the winner's
-instead of crashing (the warehouse's storage overlaps the winner's, so a loser could get a
-StorageOverlapError as well as an AlreadyExistsError)."""
+"""Replicas started together on one database all come up: each makes the default project and
+warehouse if missing, and the race's losers must take the winner's instead of crashing (the
+warehouse's storage overlaps the winner's, so a loser could get a StorageOverlapError as
+well as an AlreadyExistsError)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cached decisions built on cached decisions (issue 31 item 9, second reader).
+"""Cached decisions built on cached decisions (a second reader's find).
 
 docs/security.md: "A decision is cached at most 1 s (GRANT_CACHE_SECONDS) from when its
 grants were read. An expired decision is never served". But the per-route "allowed" entry

@@ -1,8 +1,8 @@
-"""Rights end with their object (issue 31, item 2): a namespace's id derives from its name and
-a user's from its subject, so grants left behind by a dropped namespace, a dropped table, a
-deleted role or a deleted user would pass to the next object or user of that name. Each
-attack below is what the previous holder of such rights would try; the read model, the
-as-of history and a rebuild from the log must all have ended them (docs/auth.md)."""
+"""Rights end with their object: a namespace's id derives from its name and a user's from
+its subject, so grants left behind by a dropped namespace, a dropped table, a deleted role
+or a deleted user would pass to the next object or user of that name. Each attack below is
+what the previous holder of such rights would try; the read model, the as-of history and a
+rebuild from the log must all have ended them (docs/auth.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`scripts/test` with arguments runs one pytest over what they select: the paths they name
 (README: `./scripts/test tests/integration`), or every test when they name none
-(`./scripts/test -m attack`). Issue 32: a path still ran the whole suite, the script put
+(`./scripts/test -m attack`). A path used to run the whole suite still: the script put
 `tests` before the arguments."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # ruff: noqa: F811 - pytest fixtures imported from test_signing_attacks
-"""The remote signer hands out no more than vended credentials (issue 31 item 1's neighbours).
+"""The remote signer hands out no more than vended credentials, whatever it is asked to sign.
 
 The signer signs with the warehouse's own S3 credential, so whatever S3 semantics a signed
 header or sub-resource carries are exercised with the catalog's full rights. Vended

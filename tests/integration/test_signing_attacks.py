@@ -1,11 +1,11 @@
 """The remote signer under attack, with OpenID auth on and a real moto S3 checking SigV4.
 
-Issue 31 item 1: the signer signed a Host the client chose while it checked the bucket of
-the URI. A user with `create` on a namespace of a warehouse without key-prefix makes a
-table at `s3://lake/victim`, asks to sign `GET http://lake.<endpoint>/victim/secret.txt`
-with `Host: <endpoint>` and sends it path-style: S3 reads bucket `victim`. Here every such
-trick is refused by both signer paths (per table and warehouse-wide), and the honest
-requests a PyIceberg-style client signs, virtual-host and path-style, still work.
+The signer once signed a Host the client chose while it checked the bucket of the URI. A
+user with `create` on a namespace of a warehouse without key-prefix makes a table at
+`s3://lake/victim`, asks to sign `GET http://lake.<endpoint>/victim/secret.txt` with
+`Host: <endpoint>` and sends it path-style: S3 reads bucket `victim`. Here every such trick is
+refused by both signer paths (per table and warehouse-wide), and the honest requests a
+PyIceberg-style client signs, virtual-host and path-style, still work.
 
 The endpoint is `http://localhost:<port>` so that moto serves virtual hosts
 (`lake.localhost`); `*.localhost` is resolved to 127.0.0.1 for the test's clients.

@@ -1,6 +1,6 @@
-"""Staged creates with authentication on (issue 31, item 7): `POST .../tables` with
-`stage-create`, then `POST .../tables/{name}` with only `assert-create` — the path of
-DuckDB's CREATE TABLE, PyIceberg's `create_table_transaction`, Spark's CTAS and REPLACE.
+"""Staged creates with authentication on: `POST .../tables` with `stage-create`, then
+`POST .../tables/{name}` with only `assert-create` — the path of DuckDB's CREATE TABLE,
+PyIceberg's `create_table_transaction`, Spark's CTAS and REPLACE.
 
 The commit makes the table, so it needs what a create needs (`create` on the namespace),
 not rights on a table that does not exist yet; and it must not become a way round those

@@ -1,4 +1,4 @@
-"""Storage access follows the data rights (issue 31, item 3), with authentication on.
+"""Storage access follows the data rights, with authentication on.
 
 What a caller gets to reach a table's files — vended S3 credentials, remote-signing
 configuration, signatures — follows `read_data` / `write_data` on that table, on every path
@@ -409,7 +409,7 @@ def test_describe_only_cannot_create_for_credentials(scene: Scene) -> None:
 
 def test_a_registered_table_answers_with_its_owner_s_credentials(scene: Scene) -> None:
     """registerTable places a table over files already in storage: besides `create` on the
-    namespace it needs `modify` on the warehouse (403 without, issue 31)."""
+    namespace it needs `modify` on the warehouse (403 without)."""
     erin = scene.user("erin")
     scene.grant_namespace("create", erin)
     loaded = scene.load(scene.alice, SIGNING)

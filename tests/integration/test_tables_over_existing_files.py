@@ -1,7 +1,6 @@
 # ruff: noqa: F811 - the fixtures are imported from test_storage_rights
-"""Second-reader attacks (issue 31): storage access to files the caller holds no right on,
-by creating or registering a table of one's own on top of where another table's files
-still lie.
+"""Second-reader attacks: storage access to files the caller holds no right on, by creating
+or registering a table of one's own on top of where another table's files still lie.
 
 A chosen table location is accepted when it overlaps no live or soft-dropped table. The
 files of an unregistered table, of a table dropped without purge, and of one whose purge
@@ -80,8 +79,8 @@ def _assert_cannot_read(scene: Scene, who: Any, key: str, answer: Any) -> None:
 
 
 def _assert_files_held(answer: Any) -> None:
-    """The fix (issue 31): a location that already holds files takes `modify` on the
-    warehouse; anyone else is refused 409, naming no table."""
+    """The fix: a location that already holds files takes `modify` on the warehouse; anyone
+    else is refused 409, naming no table."""
     assert answer.status_code == 409, answer.text
     error = answer.json()["error"]
     assert error["type"] == "LocationAlreadyTakenException", error
@@ -214,7 +213,7 @@ def test_a_percent_encoded_alias_of_a_live_tables_location_is_taken(scene: Scene
         assert made.status_code in (400, 409), (alias, made.status_code)
 
 
-# -- what the fix still allows (issue 31, F1) ----------------------------------------------------
+# -- what the fix still allows -------------------------------------------------------------------
 def _grant_warehouse(scene: Scene, relation: str, who: Any) -> None:
     scene.grant(f"warehouse/{scene.warehouse_id}", relation, who)
 

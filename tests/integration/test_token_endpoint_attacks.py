@@ -1,5 +1,5 @@
-"""Issue 31 #6, the token endpoint attacked: repeated fields, fields icelog does not know,
-a flood from one address, a provider slow enough to fill its pool."""
+"""The token endpoint attacked: repeated fields, fields icelog does not know, a flood from one
+address, a provider slow enough to fill its pool."""
 
 from __future__ import annotations
 

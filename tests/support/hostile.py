@@ -1,5 +1,5 @@
-"""Support for the hostile-input suite of issue 15 (containment): tests/integration/
-test_containment_*.py and tests/e2e/test_containment_crash.py.
+"""Support for the containment suite of hostile inputs: tests/integration/test_containment_*.py
+and tests/e2e/test_containment_crash.py.
 
 - `World`: an "outside world" of sentinel files next to (outside) the warehouses. Names,
   contents, sizes, inodes and mtimes are recorded, and every sentinel's atime is set to

@@ -5,8 +5,8 @@ measure the connections the command's own processes open.
         .venv/bin/python -m pytest tests/e2e/test_replicas.py
 
 `--hold N` opens N idle connections first and keeps them to the end: the share of the
-server's `max_connections` that other work takes on a shared PostgreSQL (issue 32: the
-suite failed with 22 of 100 held). Every `--interval` seconds (0.2) the sampler reads
+server's `max_connections` that other work takes on a shared PostgreSQL (the suite once
+failed with 22 of 100 held). Every `--interval` seconds (0.2) the sampler reads
 `pg_stat_activity` and attributes each client backend to the local process that owns
 its TCP connection (through /proc), keeping those of the command's process tree only, so
 that other users of the same server — other test runs, other developers — are never

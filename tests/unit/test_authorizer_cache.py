@@ -74,8 +74,8 @@ def test_a_full_cache_starts_again_rather_than_grow() -> None:
 
 @pytest.mark.attack
 def test_no_entry_is_served_past_its_time_the_others_wait_for_the_one_reload() -> None:
-    """Issue 31, item 9: the expired answer was served to every caller while one reloaded
-    it, so a user who kept requesting kept a revoked right."""
+    """The expired answer used to be served to every caller while one reloaded it, so a user
+    who kept requesting kept a revoked right."""
     cache = TtlCache(ttl_s=0.01)
     cache.get("k", lambda: "old")
     time.sleep(0.02)

@@ -1,7 +1,7 @@
-"""`FileIO.holds_files` on local storage (issue 31, F1): whether a table placed at a
-location would lie over files already there. Empty directories (what a purge leaves) hold
-nothing; any file, link or other non-directory does; the walk follows no link and is
-bounded (a larger tree counts as holding files)."""
+"""`FileIO.holds_files` on local storage: whether a table placed at a location would lie
+over files already there. Empty directories (what a purge leaves) hold nothing; any file,
+link or other non-directory does; the walk follows no link and is bounded (a larger tree
+counts as holding files)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Metadata validation as strict as Iceberg Java's builders and parsers (issue 15).
+"""Metadata validation as strict as Iceberg Java's builders and parsers (rules 2).
 
 One case per rule: each refused input names the exception type Java would throw
 (`ValidationException` -> ValidationError, `IllegalArgumentException` ->

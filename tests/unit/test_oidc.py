@@ -277,7 +277,7 @@ def test_an_unreachable_provider_does_not_block_the_others(idp: TestIdentityProv
 
 @pytest.mark.attack
 def test_a_second_provider_cannot_mint_the_first_providers_users() -> None:
-    """Issue 31 #4: provider B's token naming A's admin's subject is B's user, not A's."""
+    """Provider B's token naming A's admin's subject is B's user, not A's."""
     with TestIdentityProvider() as first, TestIdentityProvider(path="/b") as second:
         v = TokenVerifier([OidcProvider(first.uri), OidcProvider(second.uri, key="partner")])
         assert verify(v, first.issue("admin")).user_id == "oidc~admin"
@@ -362,7 +362,7 @@ def test_a_flood_of_unknown_kids_causes_few_refetches(idp: TestIdentityProvider)
 
 @pytest.mark.attack
 def test_a_made_up_kid_does_not_hold_back_a_real_rotation(idp: TestIdentityProvider) -> None:
-    """Issue 31 #6: a made-up kid just before a rotation used to block refetches for 30 s."""
+    """A made-up kid just before a rotation used to block refetches for 30 s."""
     clock = FakeClock()
     v = verifier(idp, clock=clock)
     verify(v, idp.issue())

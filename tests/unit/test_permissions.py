@@ -207,8 +207,8 @@ def test_data_rights_held_above_hold_below(held: dict[ObjectRef, set[str]]) -> N
 def test_data_rights_decide_what_storage_access_a_caller_gets(
     relation: str, read: bool, write: bool
 ) -> None:
-    """Vended credentials and signing follow read_data / write_data (issue 31): `describe`
-    (and the grant and server-admin relations) give none, `select` read-only access."""
+    """Vended credentials and signing follow read_data / write_data: `describe` (and the
+    grant and server-admin relations) give none, `select` read-only access."""
     where = {"data_admin": PROJECT, "security_admin": PROJECT, "project_admin": PROJECT}
     holder = {"admin": SERVER, "operator": SERVER}
     on = where.get(relation) or holder.get(relation) or NS

@@ -501,7 +501,7 @@ def signed(
 
 @pytest.mark.attack
 def test_attack_a_client_host_never_reaches_the_signature() -> None:
-    # Issue 31: checked as bucket `lake` key `victim`, sent path-style with the endpoint as
+    # The attack: checked as bucket `lake` key `victim`, sent path-style with the endpoint as
     # Host, S3 reads bucket `victim`. The client's Host is refused, in every spelling.
     uri = "http://lake.minio.local:9000/victim"
     for name in ("host", "Host", "HOST", ":authority"):
