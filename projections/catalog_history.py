@@ -175,9 +175,12 @@ class CatalogHistory(SqlStore):
                 self._execute(cur, statement)
 
     def drop(self) -> None:
-        """Drop the tables (a rebuild: `ensure_schema` and a catch-up refill them)."""
+        """Drop the tables (a rebuild: `ensure_schema` and a catch-up refill them).
+
+        The position first: a writer locks it before the other tables, so taking it first
+        makes a drop wait for a running writer instead of deadlocking with it."""
         with write_transaction(self._datastore) as cur:
-            for table in TABLES:
+            for table in (TRACKING, *(t for t in TABLES if t != TRACKING)):
                 self._execute(cur, f"DROP TABLE IF EXISTS {table}")
 
     def position(self) -> int:
