@@ -99,7 +99,7 @@ def create_app(settings: Settings, services: Services | None = None) -> Starlett
         # An object or principal gone (also by a task, outside any request): no cached
         # decision may go on with the grants that ended with it.
         authorizer = app.state.authorizer
-        svc.catalog.on_grants_ended = lambda _ended: authorizer.forget()
+        svc.catalog.app.on_grants_ended = lambda _ended: authorizer.forget()
         app.state.readiness = Readiness(svc)
         figures.attach(svc)
         svc.tasks.start()

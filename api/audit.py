@@ -28,7 +28,7 @@ class Chainer:
     def __init__(self, services: Services, indexer: Indexes | None = None) -> None:
         self.services = services
         self.indexer = indexer
-        self.chain = AuditChain(services.catalog.recorder)
+        self.chain = AuditChain(services.catalog.app.recorder)
         settings = services.settings
         self.interval_s = settings.audit_chain_interval_seconds
         self.anchor_every_s = settings.audit_anchor_interval_seconds
@@ -44,7 +44,7 @@ class Chainer:
         position, link = self.chain.head()
         # The anchor's own events move the head: they alone are no reason for another.
         if anchor and position > 0 and position != self._own_position:
-            recorded = self.services.catalog.record_chain_head(CHAINER, position, link)
+            recorded = self.services.catalog.audit.record_chain_head(CHAINER, position, link)
             if recorded is not None:
                 self._own_position = recorded
         return chained, position, link
@@ -79,7 +79,7 @@ class Chainer:
 def recorded_heads(services: Services) -> list[tuple[int, str]]:
     """Every chain head recorded in the log, as (position, link)."""
     catalog = services.catalog
-    found = catalog.recorder.select_notifications(
+    found = catalog.app.recorder.select_notifications(
         start=0,
         limit=1_000_000,
         topics=[AuditAnchor.HeadRecorded.TOPIC],
@@ -87,7 +87,7 @@ def recorded_heads(services: Services) -> list[tuple[int, str]]:
     )
     heads = []
     for notification in found:
-        event = catalog.mapper.to_domain_event(notification)
+        event = catalog.app.mapper.to_domain_event(notification)
         assert isinstance(event, AuditAnchor.HeadRecorded)
         heads.append((event.position, event.link))
     return heads

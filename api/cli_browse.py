@@ -290,7 +290,7 @@ def _events(
         if len(page) < _PAGE:
             break
         after = page[-1]["position"]
-    stored = services.catalog.events.get(UUID(tabular_id))
+    stored = services.catalog.app.events.get(UUID(tabular_id))
     changed = {
         s.version: s for s in steps(e for e in stored if isinstance(e, Table.Event | View.Event))
     }

@@ -134,7 +134,7 @@ def audit_chain(args: argparse.Namespace, settings: Settings) -> int:
 def audit_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Recompute the chain from the stored events; exit 1 at the first broken link."""
     with closing(Services.build(settings)) as services:
-        chain = AuditChain(services.catalog.recorder)
+        chain = AuditChain(services.catalog.app.recorder)
         verdict = chain.verify()
         problems = []
         if verdict.broken_at is not None:
@@ -178,7 +178,7 @@ def expected_head(text: str) -> tuple[int, str]:
 def audit_export(args: argparse.Namespace, settings: Settings) -> int:
     """JSON Lines of a range of the log with its chain links (verify: scripts/verify_export.py)."""
     with closing(Services.build(settings)) as services:
-        chain = AuditChain(services.catalog.recorder)
+        chain = AuditChain(services.catalog.app.recorder)
         chain.extend()
         out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
         try:

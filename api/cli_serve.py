@@ -25,7 +25,7 @@ from icelog.api.listen import (
 )
 from icelog.api.logs import uvicorn_log_options
 from icelog.api.publishing import build_relay, make_sink
-from icelog.api.services import Services, open_catalog
+from icelog.api.services import Services, open_application
 from icelog.api.settings import MAX_PORT, Settings
 from icelog.projections.migrations import LATEST as LATEST_SCHEMA
 from icelog.projections.migrations import MigrationBusyError
@@ -188,11 +188,11 @@ def worker_count(text: str) -> int:
 def migrate(_args: argparse.Namespace, settings: Settings) -> int:
     """Create or upgrade the schema (safe to repeat, and to run while servers serve)."""
     try:  # a schema this version cannot use is said by `main`, as for every command
-        catalog, applied = open_catalog(settings, upgrade_schema=True)
+        app, applied = open_application(settings, upgrade_schema=True)
     except MigrationBusyError as exc:
         print(f"icelog: {exc}", file=sys.stderr)
         return 1
-    catalog.close()
+    app.close()
     for step in applied:
         if step.does_work_on(settings.backend):
             print(f"applied step {step.version}: {step.description}")

@@ -58,7 +58,7 @@ def metadata_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Each live table's and view's metadata file against what its events fold to."""
     with closing(Services.build(settings)) as services:
         warehouse = UUID(args.warehouse_id) if args.warehouse_id else None
-        results = services.catalog.verify_metadata(warehouse)
+        results = services.catalog.audit.verify_metadata(warehouse)
         bad = [r for r in results if r["status"] != "ok"]
         for r in results if args.verbose else bad:
             detail = f"  ({r['detail']})" if "detail" in r else ""
@@ -72,7 +72,7 @@ def projections_rebuild(args: argparse.Namespace, settings: Settings) -> int:
     services = Services.build(settings)
     progress = maintenance.ProgressLine(sys.stderr)
     try:
-        app = services.catalog
+        app = services.catalog.app
         result = maintenance.rebuild_and_swap(app.recorder, app.mapper, args.only, progress)
     except maintenance.MaintenanceError as exc:
         progress.done()  # end the progress line before the message
@@ -96,7 +96,7 @@ def projections_verify(args: argparse.Namespace, settings: Settings) -> int:
     services = Services.build(settings)
     progress = maintenance.ProgressLine(sys.stderr)
     try:
-        app = services.catalog
+        app = services.catalog.app
         result = maintenance.verify(app.recorder, app.mapper, progress)
     finally:
         progress.done()
@@ -120,7 +120,7 @@ def secrets_rotate(_args: argparse.Namespace, settings: Settings) -> int:
     """Re-encrypt every storage credential under ICELOG_SECRETS_KEY (old keys from
     ICELOG_SECRETS_OLD_KEYS decrypt what is not yet under it)."""
     with closing(Services.build(settings)) as services:
-        store = services.catalog.secrets
+        store = services.catalog.app.secrets
         assert isinstance(store, SecretStore)
         try:
             changed = store.rotate()

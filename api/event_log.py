@@ -46,7 +46,7 @@ class Indexer:
 
     def __init__(self, services: Services) -> None:
         self.log = LogAccess(services)
-        recorder = services.catalog.recorder
+        recorder = services.catalog.app.recorder
         assert isinstance(recorder, SQLiteRecorder | PostgresRecorder)
         datastore = recorder.datastore
         self.index = EventIndex(datastore)

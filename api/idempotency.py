@@ -4,7 +4,7 @@ One outcome per key, on any replica and any `--workers` process, because every s
 the shared log:
 
 1. the request claims the key (an append: of two requests claiming at once, one wins);
-2. its command's first append lands the key in the same transaction (`CatalogBase.save_all`):
+2. its command's first append lands the key in the same transaction (`CatalogApplication.save_all`):
    a request that took over an abandoned claim can therefore never apply the change a
    second time — the other's append would conflict on the key;
 3. the final response is recorded (2xx, or a deterministic 4xx); a 5xx is not final, and
@@ -145,7 +145,7 @@ class KeyedRequest:
         deadline = time.monotonic() + self.wait_s
         while True:
             attempt = await run_in_thread(
-                self.svc.catalog.claim_idempotency,
+                self.svc.catalog.idempotency.claim_idempotency,
                 self.ctx,
                 key=self.key,
                 method=self.method,
@@ -190,7 +190,10 @@ class KeyedRequest:
         if unexpected is not None:
             # Not final (a 500): free the key for a retry unless the command landed.
             await run_in_thread(
-                self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
+                self.svc.catalog.idempotency.release_idempotency,
+                self.ctx,
+                key=self.key,
+                token=self.token,
             )
             raise unexpected
         status = response.status_code
@@ -198,7 +201,7 @@ class KeyedRequest:
             if status < 500 and status not in _NOT_FINAL:
                 body, location = _recordable(bytes(response.body))
                 recorded = await run_in_thread(
-                    self.svc.catalog.complete_idempotency,
+                    self.svc.catalog.idempotency.complete_idempotency,
                     self.ctx,
                     key=self.key,
                     token=self.token,
@@ -210,7 +213,10 @@ class KeyedRequest:
                     return None  # taken over: the other request's outcome is the answer
             else:
                 await run_in_thread(
-                    self.svc.catalog.release_idempotency, self.ctx, key=self.key, token=self.token
+                    self.svc.catalog.idempotency.release_idempotency,
+                    self.ctx,
+                    key=self.key,
+                    token=self.token,
                 )
         except Exception:
             # The answer stands. The key's claim says whether the command landed, so a
@@ -237,7 +243,7 @@ class KeyedRequest:
         body = _landed_body(self.request, await self._request_json(), record.landed_location)
         status = 204 if body is None else 200
         recorded = await run_in_thread(
-            self.svc.catalog.complete_idempotency,
+            self.svc.catalog.idempotency.complete_idempotency,
             self.ctx,
             key=self.key,
             token=self.token,
@@ -258,7 +264,7 @@ class KeyedRequest:
         warehouse_id = self.svc.warehouse_for_prefix(prefix(self.request))
         if metadata_location is not None:
             answer["metadata"] = await run_in_thread(
-                self.svc.catalog.metadata_document, warehouse_id, metadata_location
+                self.svc.catalog.app.metadata_document, warehouse_id, metadata_location
             )
         document = answer.get("metadata") or {}
         if "config" in answer and "location" in document:

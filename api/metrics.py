@@ -115,9 +115,9 @@ class Metrics:
         for collector in (LogCollector(services), PoolCollector(services)):
             self.registry.register(collector)
             self._attached.append(collector)
-        catalog = services.catalog
-        catalog.on_commit_conflict = self.conflicts_retried.inc
-        catalog.on_append = self.observe_append
+        app = services.catalog.app
+        app.on_commit_conflict = self.conflicts_retried.inc
+        app.on_append = self.observe_append
 
     def detach(self, services: Services) -> None:
         for collector in self._attached:
@@ -125,7 +125,7 @@ class Metrics:
         self._attached.clear()
         # Back to the class's no-ops (the services may outlive this app, as in tests).
         for hook in ("on_commit_conflict", "on_append"):
-            services.catalog.__dict__.pop(hook, None)
+            services.catalog.app.__dict__.pop(hook, None)
 
 
 def _guarded(what: str, read: Callable[[], Iterator[Metric]]) -> Iterator[Metric]:
@@ -191,9 +191,9 @@ class LogCollector(Collector):
 
     def __init__(self, services: Services) -> None:
         self.services = services
-        datastore = services.catalog.recorder.datastore  # type: ignore[attr-defined]
+        datastore = services.catalog.app.recorder.datastore  # type: ignore[attr-defined]
         self.event_index = EventIndex(datastore)
-        self.audit_chain = AuditChain(services.catalog.recorder)
+        self.audit_chain = AuditChain(services.catalog.app.recorder)
 
     def collect(self) -> Iterator[Metric]:
         up = GaugeMetricFamily(
@@ -297,7 +297,7 @@ class PoolCollector(Collector):
 
     def _pools(self) -> dict[str, dict[str, int]]:
         found: dict[str, dict[str, int]] = {}
-        datastore = self.services.catalog.recorder.datastore  # type: ignore[attr-defined]
+        datastore = self.services.catalog.app.recorder.datastore  # type: ignore[attr-defined]
         pool = getattr(datastore, "pool", None)
         if isinstance(pool, ConnectionPool):
             found["events"] = pool.get_stats()

@@ -53,19 +53,21 @@ class LogAccess:
         self.catalog = services.catalog
 
     def read(self, after: int, limit: int) -> Sequence[LoggedEvent]:
-        found = self.catalog.recorder.select_notifications(
+        found = self.catalog.app.recorder.select_notifications(
             start=after, limit=limit, inclusive_of_start=False
         )
-        return [LoggedEvent(n.id, n.topic, self.catalog.mapper.to_domain_event(n)) for n in found]
+        return [
+            LoggedEvent(n.id, n.topic, self.catalog.app.mapper.to_domain_event(n)) for n in found
+        ]
 
     def load_at(self, aggregate_id: UUID, version: int) -> Any:
         try:
-            return self.catalog.repository.get(aggregate_id, version=version)
+            return self.catalog.app.repository.get(aggregate_id, version=version)
         except AggregateNotFoundError:
             return None
 
     def head(self) -> int:
-        return int(self.catalog.recorder.max_notification_id() or 0)
+        return int(self.catalog.app.recorder.max_notification_id() or 0)
 
     def time_of(self, position: int) -> float | None:
         """When the event at `position` happened (epoch seconds)."""
@@ -79,7 +81,7 @@ def build_relay(services: Services, kind: str, sink: Sink | None = None) -> Rela
     return Relay(
         sink or make_sink(kind, settings),
         log.read,
-        PositionStore(services.catalog.recorder.datastore),  # type: ignore[attr-defined]
+        PositionStore(services.catalog.app.recorder.datastore),  # type: ignore[attr-defined]
         ContextResolver(log.load_at),
         source=settings.source,
         batch_size=settings.batch_size,
@@ -89,7 +91,7 @@ def build_relay(services: Services, kind: str, sink: Sink | None = None) -> Rela
 
 def publisher_lag(services: Services) -> dict[str, tuple[int, int, float]]:
     """Per sink: (position, events behind, seconds behind the oldest unpublished event)."""
-    store = PositionStore(services.catalog.recorder.datastore)  # type: ignore[attr-defined]
+    store = PositionStore(services.catalog.app.recorder.datastore)  # type: ignore[attr-defined]
     log = LogAccess(services)
     head = log.head()
     found = {}

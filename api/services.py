@@ -21,7 +21,7 @@ from psycopg_pool import ConnectionPool
 
 from icelog.api.settings import Settings
 from icelog.api.storage_access import StorageAccess
-from icelog.commands.catalog import Catalog
+from icelog.commands.catalog import Catalog, CatalogApplication, ReadPorts
 from icelog.commands.storage import StorageLimits, StoragePolicy
 from icelog.commands.task_worker import TaskWorkers
 from icelog.domain.context import SYSTEM
@@ -84,10 +84,10 @@ def secret_store(settings: Settings, datastore: Datastore) -> SecretStore:
     )
 
 
-def open_catalog(
+def open_application(
     settings: Settings, *, upgrade_schema: bool | None = None
-) -> tuple[Catalog, list[migrations.Step]]:
-    """The Catalog application on a schema that fits this code, and the migration steps
+) -> tuple[CatalogApplication, list[migrations.Step]]:
+    """The catalog's application on a schema that fits this code, and the migration steps
     applied to get there.
 
     The schema is the migrations' job (projections/migrations.py), never the library's
@@ -97,19 +97,39 @@ def open_catalog(
     that needs steps raises SchemaOutdatedError ("run icelog migrate"). A database a
     newer icelog migrated raises SchemaTooNewError either way.
     """
-    catalog = Catalog(env={**settings.eventsourcing_env(), "CREATE_TABLE": "n"})
+    app = CatalogApplication(
+        env={**settings.eventsourcing_env(), "CREATE_TABLE": "n"},
+        storage_limits=StorageLimits(
+            max_read_bytes=settings.max_metadata_file_bytes,
+            read_timeout_s=settings.storage_read_timeout_seconds,
+        ),
+    )
     upgrade = settings.backend == "sqlite" if upgrade_schema is None else upgrade_schema
     try:
         applied = migrations.prepare(
-            migrations.recorders_of(catalog),
+            migrations.recorders_of(app),
             upgrade=upgrade,
             icelog_version=icelog_version(),
             lock_timeout_s=settings.pg_lock_timeout_seconds,
         )
     except BaseException:
-        catalog.close()
+        app.close()
         raise
-    return catalog, applied
+    return app, applied
+
+
+def read_ports(primary: CatalogQueries) -> ReadPorts:
+    """What commands ask the read model. On the primary: a decision a command takes must
+    see every acknowledged write."""
+    return ReadPorts(
+        location_index=primary.overlapping_location,
+        locations_overlapping=primary.locations_overlapping,
+        open_task_count=primary.open_task_count,
+        project_role_count=primary.project_role_count,
+        grants_now=primary.grants_now,
+        namespace_contents=primary.namespace_contents,
+        warehouse_profiles=primary.live_warehouse_profiles,
+    )
 
 
 def read_queries(url: str, max_size: int) -> tuple[CatalogQueries, ConnectionPool]:
@@ -161,9 +181,11 @@ class Services:
     @classmethod
     def build(cls, settings: Settings, *, upgrade_schema: bool | None = None) -> Services:
         """Everything a process needs. Refuses (migrations.SchemaError) a database whose
-        schema does not fit this code; see `open_catalog` for `upgrade_schema`."""
-        catalog, applied = open_catalog(settings, upgrade_schema=upgrade_schema)
-        datastore: Datastore = catalog.recorder.datastore  # type: ignore[attr-defined]
+        schema does not fit this code; see `open_application` for `upgrade_schema`."""
+        app, applied = open_application(settings, upgrade_schema=upgrade_schema)
+        datastore: Datastore = app.recorder.datastore  # type: ignore[attr-defined]
+        # The credential vault is a table of the application's own database.
+        app.secrets = secret_store(settings, datastore)
         primary = CatalogQueries.for_datastore(datastore)
         closers: list[Callable[[], None]] = []
         queries = primary
@@ -172,36 +194,25 @@ class Services:
                 settings.database_read_url, settings.pg_pool_size + settings.pg_max_overflow
             )
             closers.append(pool.close)
-        # The write side asks the read model whether a location is taken; commands/
-        # cannot import projections/, so the query is handed in here. On the primary:
-        # a decision a command takes must see every acknowledged write.
-        catalog.location_index = primary.overlapping_location
-        catalog.locations_overlapping = primary.locations_overlapping
-        catalog.open_task_count = primary.open_task_count
-        catalog.project_role_count = primary.project_role_count
-        catalog.grants_now = primary.grants_now
-        catalog.namespace_contents = primary.namespace_contents
-        catalog.warehouse_profiles = primary.live_warehouse_profiles
-        catalog.storage_limits = StorageLimits(
-            max_read_bytes=settings.max_metadata_file_bytes,
-            read_timeout_s=settings.storage_read_timeout_seconds,
+        catalog = Catalog(
+            app,
+            read_ports(primary),
+            storage_policy=StoragePolicy(
+                file_roots=tuple(Location.parse(root) for root in settings.file_warehouse_roots),
+                s3_endpoint_hosts=settings.s3_endpoint_hosts,
+            ),
+            task_max_attempts=settings.task_max_attempts,
+            task_backoff_ms=int(settings.task_retry_backoff_seconds * 1000),
+            purge_delete_rate=settings.purge_delete_rate,
         )
-        catalog.storage_policy = StoragePolicy(
-            file_roots=tuple(Location.parse(root) for root in settings.file_warehouse_roots),
-            s3_endpoint_hosts=settings.s3_endpoint_hosts,
-        )
-        catalog.task_max_attempts = settings.task_max_attempts
-        catalog.task_backoff_ms = int(settings.task_retry_backoff_seconds * 1000)
-        catalog.purge_delete_rate = settings.purge_delete_rate
-        catalog.secrets = secret_store(settings, datastore)
         tasks = TaskWorkers(
-            catalog,
+            catalog.tasks,
             TaskLeases(datastore),
             threads=settings.task_workers,
             poll_interval_s=settings.task_poll_interval_seconds,
             lease_s=settings.task_lease_seconds,
         )
-        catalog.on_task_scheduled = tasks.wake
+        catalog.lifecycle.on_task_scheduled = tasks.wake
         reader: TabularReader
         if settings.database_url is None:
             reader = SQLiteTabularReader(settings.sqlite_path, settings.metadata_cache_bytes)
@@ -232,7 +243,7 @@ class Services:
             queries=queries,
             reader=reader,
             tasks=tasks,
-            access=StorageAccess(catalog),
+            access=StorageAccess(app),
             primary=primary,
             schema_applied=applied,
             _closers=closers,
@@ -243,16 +254,16 @@ class Services:
         `default` warehouse — all through commands, so all of it is in the log."""
         # Replicas starting together race to create these: the loser's AlreadyExists
         # means the winner's is there, which is all that is asked.
-        self.catalog.bootstrap(SYSTEM)
+        self.catalog.management.bootstrap(SYSTEM)
         if self.primary.project(str(NIL_UUID)) is None:
             with suppress(AlreadyExistsError):
-                self.catalog.create_project(SYSTEM, "default", NIL_UUID)
+                self.catalog.management.create_project(SYSTEM, "default", NIL_UUID)
         if (
             self.settings.default_warehouse
             and self.primary.warehouse_by_name(str(NIL_UUID), DEFAULT_WAREHOUSE_NAME) is None
         ):
             try:
-                self.catalog.create_warehouse(
+                self.catalog.management.create_warehouse(
                     SYSTEM,
                     project_id=NIL_UUID,
                     name=DEFAULT_WAREHOUSE_NAME,

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 from uuid import UUID
 
-from icelog.commands.catalog import Catalog
+from icelog.commands.application import CatalogApplication
 from icelog.commands.storage import access_for, credential_for
 from icelog.commands.storage.vending import CredentialVendor, storage_credentials
 from icelog.domain.identifiers import TabularName
@@ -75,21 +75,21 @@ class TableAccess:
 class StorageAccess:
     """Builds the `config` / `storage-credentials` of table responses."""
 
-    def __init__(self, catalog: Catalog, vendor: CredentialVendor | None = None) -> None:
-        self._catalog = catalog
+    def __init__(self, app: CatalogApplication, vendor: CredentialVendor | None = None) -> None:
+        self._app = app
         self._vendor = vendor or CredentialVendor()
 
     def profile(self, warehouse_id: UUID) -> dict[str, Any]:
-        return self._catalog.storage_profile(warehouse_id)
+        return self._app.storage_profile(warehouse_id)
 
     def vend(
         self, profile: dict[str, Any], location: str, *, write: bool = True
     ) -> list[dict[str, Any]]:
         """`write`: read-write credentials (the caller may modify the table), else read-only."""
-        credential = credential_for(profile, self._catalog.secrets)
+        credential = credential_for(profile, self._app.secrets)
         vended = self._vendor.vend(
             profile,
-            access_for(profile, self._catalog.secrets),
+            access_for(profile, self._app.secrets),
             location,
             write=write,
             external_id=credential.get("external-id"),

@@ -55,9 +55,9 @@ def fill_log(services: Services, events: int) -> int:
     """Commits through the commands (no HTTP): about one event per commit."""
     ctx, wid, tables = bench_tables(services, 20)
     n = 0
-    while int(services.catalog.recorder.max_notification_id() or 0) < events:
+    while int(services.catalog.app.recorder.max_notification_id() or 0) < events:
         name = tables[n % len(tables)]
-        services.catalog.commit_table(
+        services.catalog.tables.commit_table(
             ctx,
             wid,
             name,
@@ -65,7 +65,7 @@ def fill_log(services: Services, events: int) -> int:
             [{"action": "set-properties", "updates": {"n": str(n)}}],
         )
         n += 1
-    return int(services.catalog.recorder.max_notification_id() or 0)
+    return int(services.catalog.app.recorder.max_notification_id() or 0)
 
 
 def throughput(backend: str, events: int, work: Path, nats_url: str) -> dict[str, Any]:

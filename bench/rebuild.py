@@ -47,14 +47,14 @@ PER_APPEND = 40
 def fill_log(services: Services, events: int, tables: int) -> int:
     ctx, wid, names = bench_tables(services, tables)
     n = 0
-    while int(services.catalog.recorder.max_notification_id() or 0) < events:
+    while int(services.catalog.app.recorder.max_notification_id() or 0) < events:
         changes: list[tuple[TabularName, list[dict[str, Any]], list[dict[str, Any]]]] = []
         for _ in range(PER_APPEND):
             updates = [{"action": "set-properties", "updates": {"n": str(n)}}]
             changes.append((names[n % tables], [], updates))
             n += 1
-        services.catalog.commit_transaction(ctx, wid, changes)
-    return int(services.catalog.recorder.max_notification_id() or 0)
+        services.catalog.tables.commit_transaction(ctx, wid, changes)
+    return int(services.catalog.app.recorder.max_notification_id() or 0)
 
 
 def rate(events: int, seconds: float) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def scenario(backend: str, events: int, tables: int, repeat: int, work: Path) ->
         started = time.perf_counter()
         head = fill_log(services, events, tables)
         fill_s = time.perf_counter() - started
-        app = services.catalog
+        app = services.catalog.app
         datastore = app.recorder.datastore  # type: ignore[attr-defined]
         folds = []
         for _ in range(repeat):

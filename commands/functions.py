@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
-from icelog.commands.base import now_ms
-from icelog.commands.views import ViewCommands
+from icelog.commands.application import CatalogApplication, now_ms
+from icelog.commands.known_outcome import append_known
+from icelog.commands.lookups import get_namespace, get_warehouse
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -43,16 +44,19 @@ class FunctionState:
     metadata: dict[str, Any]
 
 
-class FunctionCommands(ViewCommands):
+class FunctionCommands:
+    def __init__(self, app: CatalogApplication) -> None:
+        self.app = app
+
     # -- lookups ---------------------------------------------------------------------------
     def _function_claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
-        return self.get_or_none(function_claim_id(warehouse_id, name), NameClaim)
+        return self.app.get_or_none(function_claim_id(warehouse_id, name), NameClaim)
 
     def find_function(self, warehouse_id: UUID, name: TabularName) -> Function | None:
         held = self._function_claim(warehouse_id, name)
         if held is None or held.holder_id is None or held.kind != "function":
             return None
-        function = self.get_or_none(held.holder_id, Function)
+        function = self.app.get_or_none(held.holder_id, Function)
         return None if function is None or function.dropped else function
 
     def get_function(self, warehouse_id: UUID, name: TabularName) -> Function:
@@ -88,8 +92,8 @@ class FunctionCommands(ViewCommands):
         function_id = uuid4()
 
         def attempt() -> FunctionState:
-            warehouse = self.get_warehouse(warehouse_id)
-            ns = self.get_namespace(warehouse_id, name.namespace)
+            warehouse = get_warehouse(self.app, warehouse_id)
+            ns = get_namespace(self.app, warehouse_id, name.namespace)
             existing = self._function_claim(warehouse_id, name)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Function already exists: {name.dotted}")
@@ -108,10 +112,10 @@ class FunctionCommands(ViewCommands):
                     now_ms=now_ms(),
                 )
             reject_secret_properties(document.get("properties", {}), "Function")
-            file_io = self.file_io(warehouse.storage_profile)
+            file_io = self.app.file_io(warehouse.storage_profile)
             md_location = self._new_function_file(location, 0)
-            data = self.remember_metadata(md_location, document)
-            self.write_metadata(file_io, md_location, data)
+            data = self.app.remember_metadata(md_location, document)
+            self.app.write_metadata(file_io, md_location, data)
             function = Function.create(
                 function_id=function_id,
                 warehouse_id=warehouse_id,
@@ -133,7 +137,8 @@ class FunctionCommands(ViewCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self.append_known(
+            append_known(
+                self.app,
                 file_io,
                 [md_location],
                 (function, md_location),
@@ -143,7 +148,7 @@ class FunctionCommands(ViewCommands):
             )
             return FunctionState(function_id, md_location, document)
 
-        return self.retrying(attempt)
+        return self.app.retrying(attempt)
 
     # -- replace ---------------------------------------------------------------------------
     def replace_function(
@@ -171,16 +176,16 @@ class FunctionCommands(ViewCommands):
                     f"Function {name.dotted} has changed: its metadata is at "
                     f"{function.metadata_location}, not {expected_metadata_location}"
                 )
-            file_io = self.file_io(self.storage_profile(warehouse_id))
-            base = self.load_metadata(function.metadata_location, file_io)
+            file_io = self.app.file_io(self.app.storage_profile(warehouse_id))
+            base = self.app.load_metadata(function.metadata_location, file_io)
             applied_at = now_ms()
             document = apply_function_changes(base, changes, now_ms=applied_at)
             if document is base:
                 return FunctionState(function.id, function.metadata_location, base)
             version = metadata_file_version(function.metadata_location) + 1
             md_location = self._new_function_file(function.location, version)
-            data = self.remember_metadata(md_location, document)
-            self.write_metadata(file_io, md_location, data)
+            data = self.app.remember_metadata(md_location, document)
+            self.app.write_metadata(file_io, md_location, data)
             function.replace(
                 changes=changes,
                 metadata_location=md_location,
@@ -188,7 +193,8 @@ class FunctionCommands(ViewCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self.append_known(
+            append_known(
+                self.app,
                 file_io,
                 [md_location],
                 (function, md_location),
@@ -198,7 +204,7 @@ class FunctionCommands(ViewCommands):
             )
             return FunctionState(function.id, md_location, document)
 
-        return self.retrying(attempt)
+        return self.app.retrying(attempt)
 
     # -- drop ------------------------------------------------------------------------------
     def drop_function(self, ctx: RequestContext, warehouse_id: UUID, name: TabularName) -> None:
@@ -210,6 +216,6 @@ class FunctionCommands(ViewCommands):
             if name_claim is not None:
                 name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
             function.drop(actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(function, name_claim)
+            self.app.save_all(function, name_claim)
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)

@@ -1,7 +1,7 @@
 """Idempotency-Key claims and outcomes, in the log (ADR 0012).
 
 A request carrying a key claims it before its command runs; the command's first append
-lands the key in the same transaction (`CatalogBase.save_all`); the response is recorded
+lands the key in the same transaction (`CatalogApplication.save_all`); the response is recorded
 after. Every decision reads the key's aggregate, so it holds across replicas and workers.
 """
 
@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
-from uuid import UUID
 
-from icelog.commands.base import now_ms
-from icelog.commands.functions import FunctionCommands
+from icelog.commands.application import CatalogApplication, now_ms
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.domain.context import RequestContext
 from icelog.domain.idempotency import IdempotencyRecord, idempotency_id, new_claim
@@ -28,9 +25,12 @@ class ClaimAttempt:
     record: IdempotencyRecord
 
 
-class IdempotencyCommands(FunctionCommands):
+class IdempotencyCommands:
+    def __init__(self, app: CatalogApplication) -> None:
+        self.app = app
+
     def find_idempotency(self, key: str) -> IdempotencyRecord | None:
-        return self.get_or_none(idempotency_id(key), IdempotencyRecord)
+        return self.app.get_or_none(idempotency_id(key), IdempotencyRecord)
 
     def claim_idempotency(
         self,
@@ -77,7 +77,7 @@ class IdempotencyCommands(FunctionCommands):
         else:
             return ClaimAttempt(False, record)
         try:
-            self.save_all(record)
+            self.app.save_all(record)
         except ConcurrentChange:
             found = self.find_idempotency(key)
             assert found is not None, "a conflict means the key exists"
@@ -112,7 +112,7 @@ class IdempotencyCommands(FunctionCommands):
             request_id=ctx.request_id,
         )
         with contextlib.suppress(ConcurrentChange):
-            self.save_all(record)
+            self.app.save_all(record)
         return self.find_idempotency(key)
 
     def release_idempotency(self, ctx: RequestContext, *, key: str, token: str) -> None:
@@ -123,8 +123,4 @@ class IdempotencyCommands(FunctionCommands):
             return
         record.release(actor=ctx.actor, request_id=ctx.request_id)
         with contextlib.suppress(ConcurrentChange):
-            self.save_all(record)
-
-    def metadata_document(self, warehouse_id: UUID, location: str) -> dict[str, Any]:
-        """A metadata document by location (immutable) in a warehouse's storage."""
-        return self.load_metadata(location, self.file_io(self.storage_profile(warehouse_id)))
+            self.app.save_all(record)

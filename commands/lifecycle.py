@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.commands.base import now_ms
-from icelog.commands.protection import ProtectionCommands
+from icelog.commands.application import CatalogApplication, now_ms
+from icelog.commands.lookups import get_namespace, get_warehouse
+from icelog.commands.tabular import TabularCore, claim_name
 from icelog.domain.claims import NameClaim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -27,6 +29,7 @@ from icelog.domain.errors import (
     NotFoundError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.namespace import Namespace
 from icelog.domain.protection import ensure_unprotected
 from icelog.domain.table import Table
 from icelog.domain.task import EXPIRATION_QUEUE, PURGE_QUEUE, Task
@@ -49,11 +52,63 @@ def soft_expiration(warehouse: Warehouse) -> int | None:
     return int(profile.get("expiration-seconds", 0))
 
 
-class LifecycleCommands(ProtectionCommands):
-    # Set by the composition root from settings.
-    task_max_attempts: int = 5
-    # Called with a task's due time when one is scheduled, so local workers wake up.
+_PROTECTABLE: dict[str, type[Table] | type[View] | type[Namespace] | type[Warehouse]] = {
+    "table": Table,
+    "view": View,
+    "namespace": Namespace,
+    "warehouse": Warehouse,
+}
+
+
+class LifecycleCommands:
+    """Drops, undrops and expiry of tables and views, and the protection that refuses them."""
+
+    # Called with a task's due time when one is scheduled, so that local workers wake up
+    # at once. A no-op until the composition root has workers to wake: they poll anyway,
+    # so nothing is lost without it, only latency.
     on_task_scheduled: Callable[[int], None] = staticmethod(lambda _due: None)
+
+    def __init__(
+        self, app: CatalogApplication, core: TabularCore, *, task_max_attempts: int
+    ) -> None:
+        """`task_max_attempts`: how often a scheduled task is tried (settings)."""
+        self.app = app
+        self.core = core
+        self.task_max_attempts = task_max_attempts
+
+    # -- protection ------------------------------------------------------------------------
+    def _protectable(
+        self, warehouse_id: UUID, kind: str, entity_id: UUID
+    ) -> Table | View | Namespace | Warehouse:
+        entity = self.app.get_or_none(entity_id, _PROTECTABLE[kind])
+        gone = (
+            entity is None or getattr(entity, "dropped", False) or getattr(entity, "deleted", False)
+        )
+        if entity is not None and not isinstance(entity, Warehouse):
+            gone = gone or entity.warehouse_id != warehouse_id
+        if gone or entity is None:
+            raise NotFoundError(f"{kind.capitalize()} does not exist: {entity_id}")
+        return entity
+
+    def protection(self, warehouse_id: UUID, kind: str, entity_id: UUID) -> tuple[bool, datetime]:
+        entity = self._protectable(warehouse_id, kind, entity_id)
+        return entity.is_protected, entity.modified_on
+
+    def set_protection(
+        self, ctx: RequestContext, warehouse_id: UUID, kind: str, entity_id: UUID, protected: bool
+    ) -> tuple[bool, datetime]:
+        def attempt() -> tuple[bool, datetime]:
+            entity = self._protectable(warehouse_id, kind, entity_id)
+            if entity.is_protected != protected:
+                entity.set_protection(protected, actor=ctx.actor, request_id=ctx.request_id)
+                self.app.save_all(entity)
+            return entity.is_protected, entity.modified_on
+
+        return self.app.retrying(attempt)
+
+    def tabular_protected(self, warehouse_id: UUID, name: TabularName, kind: str) -> bool:
+        found = self.core.find(kind, warehouse_id, name)
+        return found is not None and found.is_protected
 
     # -- drop ------------------------------------------------------------------------------
     def drop_table(
@@ -69,12 +124,12 @@ class LifecycleCommands(ProtectionCommands):
         (a recursive namespace drop)."""
 
         def attempt() -> int | None:
-            warehouse = self.get_warehouse(warehouse_id)
-            table = self.get_table(warehouse_id, name)
+            warehouse = get_warehouse(self.app, warehouse_id)
+            table = self.core.get("table", warehouse_id, name)
             ensure_unprotected(table.is_protected, f"Table {name.dotted}")
             return self._drop(ctx, warehouse, table, "table", name, purge=purge, final=final)
 
-        self._scheduled(self.retrying(attempt))
+        self.notify_scheduled(self.app.retrying(attempt))
 
     def unregister_table(
         self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, expected_location: str
@@ -85,31 +140,32 @@ class LifecycleCommands(ProtectionCommands):
         Returns that location."""
 
         def attempt() -> str:
-            table = self.get_table(warehouse_id, name)
+            table = self.core.get("table", warehouse_id, name)
+            assert isinstance(table, Table)
             ensure_unprotected(table.is_protected, f"Table {name.dotted}")
             if table.metadata_location != expected_location:
                 raise CommitFailedError(f"Table {name.dotted} changed while unregistering")
-            name_claim = self._claim(warehouse_id, name)
+            name_claim = self.core.read_claim(warehouse_id, name)
             if name_claim is not None:
                 name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
             location = str(table.metadata_location)
             table.unregister(actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(table, name_claim)
+            self.app.save_all(table, name_claim)
             return location
 
-        found: str = self.retrying(attempt)
+        found: str = self.app.retrying(attempt)
         return found
 
     def drop_view(
         self, ctx: RequestContext, warehouse_id: UUID, name: TabularName, *, final: bool = False
     ) -> None:
         def attempt() -> int | None:
-            warehouse = self.get_warehouse(warehouse_id)
-            view = self.get_view(warehouse_id, name)
+            warehouse = get_warehouse(self.app, warehouse_id)
+            view = self.core.get("view", warehouse_id, name)
             ensure_unprotected(view.is_protected, f"View {name.dotted}")
             return self._drop(ctx, warehouse, view, "view", name, purge=False, final=final)
 
-        self._scheduled(self.retrying(attempt))
+        self.notify_scheduled(self.app.retrying(attempt))
 
     def _drop(
         self,
@@ -124,7 +180,7 @@ class LifecycleCommands(ProtectionCommands):
     ) -> int | None:
         """One append: the drop, the freed name and the task that follows (expiration, or
         an immediate purge). Returns the task's due time."""
-        name_claim = self._claim(warehouse.id, name)
+        name_claim = self.core.read_claim(warehouse.id, name)
         if name_claim is not None:
             name_claim.release(actor=ctx.actor, request_id=ctx.request_id)
         seconds = None if final else soft_expiration(warehouse)
@@ -154,7 +210,7 @@ class LifecycleCommands(ProtectionCommands):
             tabular.drop(purge_requested=purge, actor=ctx.actor, request_id=ctx.request_id)
         else:
             tabular.drop(actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(tabular, name_claim, task)
+        self.app.save_all(tabular, name_claim, task)
         return task.due_at_ms if task is not None else None
 
     def _schedule(
@@ -192,7 +248,7 @@ class LifecycleCommands(ProtectionCommands):
             payload={"metadata-location": table.metadata_location, "location": table.location},
         )
 
-    def _scheduled(self, due_at_ms: int | None) -> None:
+    def notify_scheduled(self, due_at_ms: int | None) -> None:
         if due_at_ms is not None:
             self.on_task_scheduled(due_at_ms)
 
@@ -208,12 +264,12 @@ class LifecycleCommands(ProtectionCommands):
                 tabular = self._deleted_tabular(warehouse_id, tabular_id)
             except NotFoundError:
                 return None  # expired or undropped meanwhile: nothing left to do here
-            task = self._get_task(tabular.pending_expiration)
-            return self._expire(ctx, tabular, task, reason="dropped", purge=purge)
+            task = self.task(tabular.pending_expiration)
+            return self.expire(ctx, tabular, task, reason="dropped", purge=purge)
 
-        self._scheduled(self.retrying(attempt))
+        self.notify_scheduled(self.app.retrying(attempt))
 
-    def _expire(
+    def expire(
         self,
         ctx: RequestContext,
         tabular: Table | View,
@@ -234,20 +290,20 @@ class LifecycleCommands(ProtectionCommands):
         )
         if expiration is not None and reason != "expired":
             expiration.cancel(reason=f"{kind} {reason}", actor=ctx.actor, request_id=ctx.request_id)
-        self.save_all(tabular, expiration, purge_task)
+        self.app.save_all(tabular, expiration, purge_task)
         return purge_task.due_at_ms if purge_task is not None else None
 
     # -- undrop ----------------------------------------------------------------------------
     def _deleted_tabular(self, warehouse_id: UUID, tabular_id: UUID) -> Table | View:
-        found: Table | View | None = self.get_or_none(tabular_id, Table)
+        found: Table | View | None = self.app.get_or_none(tabular_id, Table)
         if found is None:
-            found = self.get_or_none(tabular_id, View)
+            found = self.app.get_or_none(tabular_id, View)
         if found is None or found.warehouse_id != warehouse_id or not found.is_soft_deleted:
             raise NotFoundError(f"No soft-deleted table or view with id {tabular_id}")
         return found
 
-    def _get_task(self, task_id_: UUID | None) -> Task | None:
-        return self.get_or_none(task_id_, Task) if task_id_ is not None else None
+    def task(self, task_id_: UUID | None) -> Task | None:
+        return self.app.get_or_none(task_id_, Task) if task_id_ is not None else None
 
     def undrop_tabulars(
         self, ctx: RequestContext, warehouse_id: UUID, targets: list[UndropTarget]
@@ -257,8 +313,8 @@ class LifecycleCommands(ProtectionCommands):
             raise BadRequestError("targets must name at least one table or view")
 
         def attempt() -> None:
-            warehouse = self.get_warehouse(warehouse_id)
-            file_io = self.file_io(warehouse.storage_profile)
+            warehouse = get_warehouse(self.app, warehouse_id)
+            file_io = self.app.file_io(warehouse.storage_profile)
             loaded: dict[UUID, Aggregate] = {}  # one object per aggregate in this append
             # Each namespace read once, for its 404; the append checks that it still
             # exists (ADR 0018).
@@ -281,8 +337,8 @@ class LifecycleCommands(ProtectionCommands):
                         "client, e.g. Spark's DROP TABLE ... PURGE?)"
                     )
                 if ns_name not in namespaces:
-                    namespaces[ns_name] = self.get_namespace(warehouse_id, ns_name).id
-                expiration = self._get_task(tabular.pending_expiration)
+                    namespaces[ns_name] = get_namespace(self.app, warehouse_id, ns_name).id
+                expiration = self.task(tabular.pending_expiration)
                 tabular.undrop(
                     namespace_id=namespaces[ns_name],
                     namespace=ns_name.as_list(),
@@ -297,9 +353,9 @@ class LifecycleCommands(ProtectionCommands):
                     loaded[expiration.id] = expiration
                 loaded[tabular.id] = tabular
                 loaded[name_claim.id] = name_claim
-            self.save_all(*loaded.values())
+            self.app.save_all(*loaded.values())
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)
 
     def _undrop_claim(
         self,
@@ -310,7 +366,7 @@ class LifecycleCommands(ProtectionCommands):
         ctx: RequestContext,
         taken: set[TabularName],
     ) -> NameClaim:
-        existing = self._claim(warehouse_id, dest)
+        existing = self.core.read_claim(warehouse_id, dest)
         if dest in taken or (existing is not None and existing.is_held):
             holder = existing.kind if existing is not None and existing.kind else kind
             raise AlreadyExistsError(
@@ -318,6 +374,4 @@ class LifecycleCommands(ProtectionCommands):
                 'undrop it under another name with "new-name"'
             )
         taken.add(dest)
-        if kind == "table":
-            return self._table_claim(existing, warehouse_id, dest, tabular.id, ctx)
-        return self._view_claim(existing, warehouse_id, dest, tabular.id, ctx)
+        return claim_name(existing, warehouse_id, dest, kind, tabular.id, ctx)

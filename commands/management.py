@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
-from icelog.commands.permissions import PermissionCommands
+from icelog.commands.application import CatalogApplication
+from icelog.commands.lookups import get_project, get_warehouse
+from icelog.commands.ports import ReadPorts
 from icelog.commands.storage import (
     StoragePolicy,
     check_storage_access,
@@ -20,8 +22,6 @@ from icelog.domain.context import SYSTEM, RequestContext
 from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
-    NoSuchProjectError,
-    NoSuchWarehouseError,
     NotEmptyError,
     ServiceUnavailableError,
 )
@@ -34,7 +34,7 @@ from icelog.domain.warehouse import Warehouse
 
 R = TypeVar("R")
 # How long a replaced or deleted warehouse's credential stays readable: far longer than
-# any replica keeps a storage profile cached (commands/base.py STORAGE_PROFILE_TTL_S).
+# any replica keeps a storage profile cached (commands/application.py STORAGE_PROFILE_TTL_S).
 CREDENTIAL_GRACE_S = 60.0
 HARD_DELETE: dict[str, Any] = {"type": "hard"}
 # Changing any of these points the stored credential at another store: the request must
@@ -84,23 +84,20 @@ def _warehouse_claim(
     )
 
 
-class ManagementCommands(PermissionCommands):
-    # Open (pending or running) tasks of a warehouse, from the read model; handed in by
-    # the composition root because commands/ cannot import projections/.
-    open_task_count: Callable[[str], int] = staticmethod(lambda _warehouse_id: 0)
-    # How many roles a project has, from the read model (the append checks it again).
-    project_role_count: Callable[[str], int] = staticmethod(lambda _project_id: 0)
-    # Every live warehouse's storage profile by id, from the read model: seeds the storage
-    # roots registry of a catalog whose log predates it.
-    warehouse_profiles: Callable[[], dict[str, dict[str, Any]]] = staticmethod(dict)
-    # Where warehouses may live (settings).
-    storage_policy: StoragePolicy = StoragePolicy()
-
+class ManagementCommands:
     """Bootstrap, projects and warehouses (Lakekeeper-shaped management API)."""
+
+    def __init__(
+        self, app: CatalogApplication, ports: ReadPorts, storage_policy: StoragePolicy
+    ) -> None:
+        """`storage_policy`: where warehouses may live (settings)."""
+        self.app = app
+        self.ports = ports
+        self.storage_policy = storage_policy
 
     # -- server ----------------------------------------------------------------------------
     def is_bootstrapped(self) -> bool:
-        return self.get_or_none(SERVER_ID, Server) is not None
+        return self.app.get_or_none(SERVER_ID, Server) is not None
 
     def bootstrap(self, ctx: RequestContext, *, is_operator: bool = False) -> bool:
         """Bootstrap once; returns False when the server was already bootstrapped."""
@@ -114,7 +111,7 @@ class ManagementCommands(PermissionCommands):
             request_id=ctx.request_id,
         )
         try:
-            self.save_all(server)
+            self.app.save_all(server)
         except Exception:
             if self.is_bootstrapped():
                 return False
@@ -123,26 +120,23 @@ class ManagementCommands(PermissionCommands):
 
     # -- projects --------------------------------------------------------------------------
     def get_project(self, project_id: UUID) -> Project:
-        project = self.get_or_none(project_id, Project)
-        if project is None or project.deleted:
-            raise NoSuchProjectError(f"Project does not exist: {project_id}")
-        return project
+        return get_project(self.app, project_id)
 
     def create_project(
         self, ctx: RequestContext, name: str, project_id: UUID | None = None
     ) -> UUID:
         validate_name(name, "project-name")
         pid = project_id or uuid4()
-        existing = self.get_or_none(pid, Project)
+        existing = self.app.get_or_none(pid, Project)
         if existing is not None:
             raise AlreadyExistsError(f"Project already exists: {pid}")
         project = Project.create(
             project_id=pid, name=name, actor=ctx.actor, request_id=ctx.request_id
         )
         try:
-            self.save_all(project)
+            self.app.save_all(project)
         except Exception:
-            if self.get_or_none(pid, Project) is not None:
+            if self.app.get_or_none(pid, Project) is not None:
                 raise AlreadyExistsError(f"Project already exists: {pid}") from None
             raise
         return pid
@@ -154,9 +148,9 @@ class ManagementCommands(PermissionCommands):
             project = self.get_project(project_id)
             if project.name != name:
                 project.rename(name, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(project)
+                self.app.save_all(project)
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)
 
     def delete_project(self, ctx: RequestContext, project_id: UUID) -> None:
         def attempt() -> None:
@@ -167,20 +161,17 @@ class ManagementCommands(PermissionCommands):
                 )
             # Its roles would outlive it, with their members and grants: delete them first
             # (as its warehouses). The append refuses a role that lands meanwhile.
-            roles = self.project_role_count(str(project_id))
+            roles = self.ports.project_role_count(str(project_id))
             if roles > 0:
                 raise NotEmptyError(f"Project {project_id} still has {roles} role(s)")
             project.delete(actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(project)
+            self.app.save_all(project)
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)
 
     # -- warehouses ------------------------------------------------------------------------
     def get_warehouse(self, warehouse_id: UUID) -> Warehouse:
-        warehouse = self.get_or_none(warehouse_id, Warehouse)
-        if warehouse is None or warehouse.deleted:
-            raise NoSuchWarehouseError(f"Warehouse does not exist: {warehouse_id}")
-        return warehouse
+        return get_warehouse(self.app, warehouse_id)
 
     def create_warehouse(
         self,
@@ -210,7 +201,7 @@ class ManagementCommands(PermissionCommands):
         def attempt() -> UUID:
             project = self.get_project(project_id)
             claim_id = warehouse_claim_id(project_id, name)
-            existing = self.get_or_none(claim_id, NameClaim)
+            existing = self.app.get_or_none(claim_id, NameClaim)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Warehouse already exists: {name}")
             name_claim = _warehouse_claim(
@@ -228,22 +219,22 @@ class ManagementCommands(PermissionCommands):
             project.add_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
             roots = self._storage_roots(ctx)
             roots.claim(warehouse_id, root, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(name_claim, warehouse, project, roots)
+            self.app.save_all(name_claim, warehouse, project, roots)
             return warehouse_id
 
         return self._forget_on_failure(
-            secret_id, warehouse_id, lambda: self.retrying(attempt), warehouse_id
+            secret_id, warehouse_id, lambda: self.app.retrying(attempt), warehouse_id
         )
 
     # -- storage ---------------------------------------------------------------------------
     def _storage_roots(self, ctx: RequestContext) -> StorageRoots:
         """The registry of warehouse roots; started from the live warehouses when the log
         has none yet (a catalog that predates it)."""
-        found = self.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
+        found = self.app.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
         if found is not None:
             return found
         roots: dict[str, str] = {}
-        for warehouse_id, profile in sorted(self.warehouse_profiles().items()):
+        for warehouse_id, profile in sorted(self.ports.warehouse_profiles().items()):
             try:
                 roots[warehouse_id] = str(storage_root(profile))
             except BadRequestError:
@@ -256,9 +247,9 @@ class ManagementCommands(PermissionCommands):
         """Store a credential encrypted, outside the log; the profile gets only its id."""
         if credential is None:
             return None
-        if self.secrets is None:
+        if self.app.secrets is None:
             raise ServiceUnavailableError("This server cannot store storage credentials")
-        secret_id = self.secrets.put(credential)
+        secret_id = self.app.secrets.put(credential)
         profile["credential-id"] = str(secret_id)
         return secret_id
 
@@ -272,10 +263,10 @@ class ManagementCommands(PermissionCommands):
         try:
             return command()
         except BaseException as failure:
-            if secret_id is None or self.secrets is None:
+            if secret_id is None or self.app.secrets is None:
                 raise
             try:
-                warehouse = self.get_or_none(warehouse_id, Warehouse)
+                warehouse = self.app.get_or_none(warehouse_id, Warehouse)
             except Exception:
                 raise failure from None  # the outcome is unknown: the secret is kept
             in_use = warehouse is not None and warehouse.storage_profile.get(
@@ -283,7 +274,7 @@ class ManagementCommands(PermissionCommands):
             ) == str(secret_id)
             if in_use:
                 return done
-            self.secrets.delete(secret_id)
+            self.app.secrets.delete(secret_id)
             raise
 
     def update_storage(
@@ -314,7 +305,7 @@ class ManagementCommands(PermissionCommands):
                     "stored credential is only used with the store it was given for"
                 )
         if keep_credential:
-            storage_credential = credential_for(old_profile, self.secrets)
+            storage_credential = credential_for(old_profile, self.app.secrets)
         profile, credential = validate_storage_profile(
             storage_profile,
             storage_credential,
@@ -374,15 +365,15 @@ class ManagementCommands(PermissionCommands):
             replaced[:] = []
             if old_credential is not None and old_credential != profile.get("credential-id"):
                 replaced.append(str(old_credential))
-            self.save_all(warehouse)
+            self.app.save_all(warehouse)
 
-        self._forget_on_failure(secret_id, warehouse_id, lambda: self.retrying(attempt), None)
-        self._storage_cache.pop(warehouse_id, None)
+        self._forget_on_failure(secret_id, warehouse_id, lambda: self.app.retrying(attempt), None)
+        self.app.forget_storage_profile(warehouse_id)
         # The replaced credential is no longer referenced by the current profile; it is
         # deleted so that a revoked key does not linger, even encrypted.
         for old in replaced:
-            if self.secrets is not None:
-                self.secrets.retire(UUID(old), CREDENTIAL_GRACE_S)
+            if self.app.secrets is not None:
+                self.app.secrets.retire(UUID(old), CREDENTIAL_GRACE_S)
 
     def rename_warehouse(self, ctx: RequestContext, warehouse_id: UUID, name: str) -> None:
         validate_name(name, "new-name")
@@ -393,8 +384,8 @@ class ManagementCommands(PermissionCommands):
                 return
             old_id = warehouse_claim_id(warehouse.project_id, warehouse.name)
             new_id = warehouse_claim_id(warehouse.project_id, name)
-            old_claim = self.get_or_none(old_id, NameClaim)
-            existing = self.get_or_none(new_id, NameClaim)
+            old_claim = self.app.get_or_none(old_id, NameClaim)
+            existing = self.app.get_or_none(new_id, NameClaim)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Warehouse already exists: {name}")
             new_claim = _warehouse_claim(
@@ -403,9 +394,9 @@ class ManagementCommands(PermissionCommands):
             if old_claim is not None:
                 old_claim.release(actor=ctx.actor, request_id=ctx.request_id)
             warehouse.rename(name, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(old_claim, new_claim, warehouse)
+            self.app.save_all(old_claim, new_claim, warehouse)
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)
 
     def delete_warehouse(self, ctx: RequestContext, warehouse_id: UUID) -> None:
         def attempt() -> object:
@@ -416,14 +407,14 @@ class ManagementCommands(PermissionCommands):
                     f"Warehouse {warehouse.name} is not empty: it has "
                     f"{warehouse.namespace_count} namespace(s)"
                 )
-            pending = self.open_task_count(str(warehouse_id))
+            pending = self.ports.open_task_count(str(warehouse_id))
             if pending > 0:
                 raise NotEmptyError(
                     f"Warehouse {warehouse.name} still has {pending} open task(s) (purges of "
                     "dropped tables); delete it once they have run"
                 )
-            project = self.get_or_none(warehouse.project_id, Project)
-            name_claim = self.get_or_none(
+            project = self.app.get_or_none(warehouse.project_id, Project)
+            name_claim = self.app.get_or_none(
                 warehouse_claim_id(warehouse.project_id, warehouse.name), NameClaim
             )
             if name_claim is not None and name_claim.holder_id == warehouse_id:
@@ -431,12 +422,26 @@ class ManagementCommands(PermissionCommands):
             warehouse.delete(actor=ctx.actor, request_id=ctx.request_id)
             if project is not None and not project.deleted:
                 project.remove_warehouse(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
-            roots = self.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
+            roots = self.app.get_or_none(STORAGE_ROOTS_ID, StorageRoots)
             if roots is not None:
                 roots.release(warehouse_id, actor=ctx.actor, request_id=ctx.request_id)
-            self.save_all(name_claim, warehouse, project, roots)
+            self.app.save_all(name_claim, warehouse, project, roots)
             return warehouse.storage_profile.get("credential-id")
 
-        credential_id = self.retrying(attempt)
-        if credential_id is not None and self.secrets is not None:
-            self.secrets.retire(UUID(str(credential_id)), CREDENTIAL_GRACE_S)
+        credential_id = self.app.retrying(attempt)
+        if credential_id is not None and self.app.secrets is not None:
+            self.app.secrets.retire(UUID(str(credential_id)), CREDENTIAL_GRACE_S)
+
+    def change_delete_profile(
+        self, ctx: RequestContext, warehouse_id: UUID, delete_profile: Any
+    ) -> dict[str, Any]:
+        profile = validate_delete_profile(delete_profile)
+
+        def attempt() -> dict[str, Any]:
+            warehouse = self.get_warehouse(warehouse_id)
+            if warehouse.delete_profile != profile:
+                warehouse.change_delete_profile(profile, actor=ctx.actor, request_id=ctx.request_id)
+                self.app.save_all(warehouse)
+            return profile
+
+        return self.app.retrying(attempt)

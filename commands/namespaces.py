@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from uuid import UUID
 
 import orjson
 
-from icelog.commands.management import ManagementCommands
+from icelog.commands.application import CatalogApplication
+from icelog.commands.lookups import (
+    KnownNamespaces,
+    find_namespace,
+    get_namespace,
+    get_warehouse,
+)
+from icelog.commands.ports import ReadPorts
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
     AlreadyExistsError,
     BadRequestError,
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
+    NotFoundError,
     UnprocessableEntityError,
 )
 from icelog.domain.identifiers import NamespaceName, namespace_id, properties_hint_key
@@ -39,22 +47,30 @@ def not_empty_message(contents: Mapping[str, int], name: NamespaceName) -> str:
     return f"Namespace {name.dotted} is not empty. Contains {', '.join(parts)}."
 
 
-class NamespaceCommands(ManagementCommands):
-    # What a namespace holds, by kind (table, view, function, namespace, soft-deleted),
-    # from the read model on the primary; replaced by the composition root.
-    namespace_contents: Callable[[str, str], dict[str, int]] = staticmethod(
-        lambda _warehouse_id, _ns_key: {}
-    )
+class NamespaceCommands:
+    def __init__(
+        self, app: CatalogApplication, ports: ReadPorts, known_namespaces: KnownNamespaces
+    ) -> None:
+        self.app = app
+        self.ports = ports
+        self._known_namespaces = known_namespaces
 
     def find_namespace(self, warehouse_id: UUID, name: NamespaceName) -> Namespace | None:
-        ns = self.get_or_none(namespace_id(warehouse_id, name), Namespace)
-        return None if ns is None or ns.dropped else ns
+        return find_namespace(self.app, warehouse_id, name)
 
     def get_namespace(self, warehouse_id: UUID, name: NamespaceName) -> Namespace:
-        ns = self.find_namespace(warehouse_id, name)
-        if ns is None:
-            raise NoSuchNamespaceError(f"Namespace does not exist: {name.dotted}")
-        return ns
+        return get_namespace(self.app, warehouse_id, name)
+
+    def namespace_name(self, warehouse_id: UUID, namespace_id: UUID) -> NamespaceName:
+        """The path of a live namespace of `warehouse_id`, by its id."""
+        ns = self.app.get_or_none(namespace_id, Namespace)
+        if ns is None or ns.dropped or ns.warehouse_id != warehouse_id:
+            raise NotFoundError(f"Namespace does not exist: {namespace_id}")
+        return NamespaceName(tuple(ns.levels))
+
+    def namespace_protected(self, warehouse_id: UUID, name: NamespaceName) -> bool:
+        found = self.find_namespace(warehouse_id, name)
+        return found is not None and found.is_protected
 
     def create_namespace(
         self,
@@ -68,9 +84,9 @@ class NamespaceCommands(ManagementCommands):
         reject_secret_properties(properties, "Namespace")
 
         def attempt() -> Namespace:
-            warehouse = self.get_warehouse(warehouse_id)
+            warehouse = get_warehouse(self.app, warehouse_id)
             nid = namespace_id(warehouse_id, name)
-            existing = self.get_or_none(nid, Namespace)
+            existing = self.app.get_or_none(nid, Namespace)
             if existing is not None and not existing.dropped:
                 raise AlreadyExistsError(f"Namespace already exists: {name.dotted}")
             parent_name = name.parent
@@ -93,33 +109,35 @@ class NamespaceCommands(ManagementCommands):
                 ns.recreate(properties, actor=ctx.actor, request_id=ctx.request_id)
             if parent is not None:
                 # The append checks that the parent still exists (ADR 0018).
-                self.save_all(ns)
+                self.app.save_all(ns)
             else:
                 warehouse.add_namespace(nid, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(ns, warehouse)
+                self.app.save_all(ns, warehouse)
             return ns
 
-        return self.retrying(attempt)
+        return self.app.retrying(attempt)
 
     def drop_namespace(self, ctx: RequestContext, warehouse_id: UUID, name: NamespaceName) -> None:
         def attempt() -> None:
-            warehouse = self.get_warehouse(warehouse_id)
+            warehouse = get_warehouse(self.app, warehouse_id)
             ns = self.get_namespace(warehouse_id, name)
             ensure_unprotected(ns.is_protected, f"Namespace {name.dotted}")
             # The append checks again that it is empty (ADR 0018): a create that lands
             # between this read and the drop makes the drop a conflict, and the retry
             # answers 409 here.
-            contents = self.namespace_contents(str(warehouse_id), name.key)
+            contents = self.ports.namespace_contents(str(warehouse_id), name.key)
             if any(contents.values()):
                 raise NamespaceNotEmptyError(not_empty_message(contents, name))
             ns.drop(actor=ctx.actor, request_id=ctx.request_id)
+            # No longer known to exist here: a create must read it again (and answer 404).
+            self._known_namespaces.forget((warehouse_id, name))
             if name.parent is not None:
-                self.save_all(ns)
+                self.app.save_all(ns)
             else:
                 warehouse.remove_namespace(ns.id, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(ns, warehouse)
+                self.app.save_all(ns, warehouse)
 
-        self.retrying(attempt)
+        self.app.retrying(attempt)
 
     def update_namespace_properties(
         self,
@@ -138,14 +156,16 @@ class NamespaceCommands(ManagementCommands):
         reject_secret_properties(updates, "Namespace")
 
         def attempt() -> tuple[list[str], list[str], list[str]]:
-            self.get_warehouse(warehouse_id)
+            get_warehouse(self.app, warehouse_id)
             ns = self.get_namespace(warehouse_id, name)
             removed = [key for key in removals if key in ns.properties]
             missing = [key for key in removals if key not in ns.properties]
             changed = {k: v for k, v in updates.items() if ns.properties.get(k) != v}
             if changed or removed:
                 ns.update_properties(changed, removed, actor=ctx.actor, request_id=ctx.request_id)
-                self.save_all(ns, hints={properties_hint_key(ns.id): orjson.dumps(ns.properties)})
+                self.app.save_all(
+                    ns, hints={properties_hint_key(ns.id): orjson.dumps(ns.properties)}
+                )
             return sorted(updates), removed, missing
 
-        return self.retrying(attempt)
+        return self.app.retrying(attempt)

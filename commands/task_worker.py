@@ -15,7 +15,7 @@ import threading
 import time
 from uuid import UUID, uuid4
 
-from icelog.commands.base import now_ms
+from icelog.commands.application import now_ms
 from icelog.commands.tasks import TaskCommands
 from icelog.domain.ports import TaskLeaseStore
 

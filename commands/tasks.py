@@ -13,9 +13,10 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-from icelog.commands.base import now_ms
+from icelog.commands.application import CatalogApplication, now_ms
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.commands.lifecycle import LifecycleCommands
+from icelog.commands.ports import ReadPorts
 from icelog.commands.storage.purge import PurgePlan, reachable_files
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import BadRequestError, NotFoundError
@@ -49,13 +50,25 @@ class _Beat:
         self._last = time.monotonic()
 
 
-class TaskCommands(LifecycleCommands):
-    # The locations of the tabulars overlapping a location, from the read model (set by
-    # the composition root: commands cannot import projections).
-    locations_overlapping: Callable[[str, str], list[str]] = staticmethod(lambda _w, _l: [])
-    # Set by the composition root from settings.
-    task_backoff_ms: int = 5_000
-    purge_delete_rate: float = 0.0  # files per second; 0 = as fast as storage allows
+class TaskCommands:
+    """Running the tasks drops schedule: expiration and purge."""
+
+    def __init__(
+        self,
+        app: CatalogApplication,
+        lifecycle: LifecycleCommands,
+        ports: ReadPorts,
+        *,
+        task_backoff_ms: int,
+        purge_delete_rate: float,
+    ) -> None:
+        """Settings: `task_backoff_ms` before a failed task's next attempt;
+        `purge_delete_rate` files per second (0: as fast as storage allows)."""
+        self.app = app
+        self.lifecycle = lifecycle
+        self.ports = ports
+        self.task_backoff_ms = task_backoff_ms
+        self.purge_delete_rate = purge_delete_rate
 
     @staticmethod
     def _ctx(task: Task) -> RequestContext:
@@ -65,7 +78,7 @@ class TaskCommands(LifecycleCommands):
     def start_task(self, task_id: UUID, worker: str) -> Task | None:
         """Record that `worker` starts the task's next attempt; None when the task is not
         (or no longer) open, or another worker started it first."""
-        task = self.get_or_none(task_id, Task)
+        task = self.app.get_or_none(task_id, Task)
         if task is None or not task.is_open:
             return None
         ctx = self._ctx(task)
@@ -73,14 +86,14 @@ class TaskCommands(LifecycleCommands):
             task.start_attempt(
                 worker=worker, now_ms=now_ms(), actor=ctx.actor, request_id=ctx.request_id
             )
-            self.save_all(task)
+            self.app.save_all(task)
         except (TaskStateError, ConcurrentChange):
             return None
         return task
 
     def run_task(self, task_id: UUID, worker: str, heartbeat: Heartbeat) -> str | None:
         """Run a started attempt to its outcome; returns the outcome's status."""
-        task = self.get_or_none(task_id, Task)
+        task = self.app.get_or_none(task_id, Task)
         if task is None or task.status != RUNNING or task.worker != worker:
             return None
         try:
@@ -98,7 +111,7 @@ class TaskCommands(LifecycleCommands):
 
     def _current(self, task_id: UUID, worker: str) -> Task:
         """The task, reloaded: still running on this worker, or LeaseLost."""
-        task = self.get_or_none(task_id, Task)
+        task = self.app.get_or_none(task_id, Task)
         if task is None or task.status != RUNNING or task.worker != worker:
             raise LeaseLost
         return task
@@ -119,11 +132,11 @@ class TaskCommands(LifecycleCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self.save_all(task)
+            self.app.save_all(task)
             return task.status
 
         try:
-            return self.retrying(attempt)
+            return self.app.retrying(attempt)
         except LeaseLost:
             return None
 
@@ -133,7 +146,7 @@ class TaskCommands(LifecycleCommands):
             task = self._current(task_id, worker)
             ctx = self._ctx(task)
             cls: type[Table] | type[View] = Table if task.entity_kind == "table" else View
-            tabular = self.get_or_none(task.entity_id, cls)
+            tabular = self.app.get_or_none(task.entity_id, cls)
             if (
                 tabular is None
                 or not tabular.is_soft_deleted
@@ -146,7 +159,7 @@ class TaskCommands(LifecycleCommands):
                     actor=ctx.actor,
                     request_id=ctx.request_id,
                 )
-                self.save_all(task)
+                self.app.save_all(task)
                 return None
             task.succeed(
                 worker=worker,
@@ -154,20 +167,20 @@ class TaskCommands(LifecycleCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            return self._expire(ctx, tabular, task, reason="expired", purge=False)
+            return self.lifecycle.expire(ctx, tabular, task, reason="expired", purge=False)
 
-        self._scheduled(self.retrying(attempt))
+        self.lifecycle.notify_scheduled(self.app.retrying(attempt))
 
     # -- purge -----------------------------------------------------------------------------
     def _run_purge(self, task_id: UUID, worker: str, heartbeat: Heartbeat) -> None:
         task = self._current(task_id, worker)
-        warehouse = self.get_or_none(task.warehouse_id, Warehouse)
+        warehouse = self.app.get_or_none(task.warehouse_id, Warehouse)
         if warehouse is None or warehouse.deleted:
             raise NotFoundError(f"Warehouse {task.warehouse_id} no longer exists")
-        file_io = self.file_io(warehouse.storage_profile)
+        file_io = self.app.file_io(warehouse.storage_profile)
         location = str(task.payload["metadata-location"])
         try:
-            metadata: dict[str, Any] = self.load_metadata(location, file_io)
+            metadata: dict[str, Any] = self.app.load_metadata(location, file_io)
         except NotFoundError:
             # Deleted last by an earlier attempt (or by the client): nothing left to find.
             metadata = {"metadata-log": []}
@@ -198,7 +211,7 @@ class TaskCommands(LifecycleCommands):
         def record() -> None:
             current = self._current(task_id, worker)
             ctx = self._ctx(current)
-            table = self.get_or_none(current.entity_id, Table)
+            table = self.app.get_or_none(current.entity_id, Table)
             if table is not None and not table.purged:
                 table.mark_purged(
                     deleted_files=deleted,
@@ -216,16 +229,16 @@ class TaskCommands(LifecycleCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self.save_all(table, current)
+            self.app.save_all(table, current)
 
-        self.retrying(record)
+        self.app.retrying(record)
 
     def _other_locations(self, warehouse_id: UUID, scope: Location | None) -> list[Location]:
         """Tables and views whose locations overlap the purged one's: their files stay."""
         if scope is None:
             return []
         found = []
-        for text in self.locations_overlapping(str(warehouse_id), str(scope)):
+        for text in self.ports.locations_overlapping(str(warehouse_id), str(scope)):
             other = _table_location(text)
             if other is not None:
                 found.append(other)
@@ -235,7 +248,7 @@ class TaskCommands(LifecycleCommands):
         """Every metadata file this catalog wrote for the table, from its events."""
         return [
             event.metadata_location
-            for event in self.events.get(table_id)
+            for event in self.app.events.get(table_id)
             if isinstance(event, (Table.Created, Table.Committed))
         ]
 

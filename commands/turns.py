@@ -35,8 +35,5 @@ class Turns:
             yield
 
 
-# Commits to a table (updateTable, transactions/commit).
-TABLE_TURNS = Turns()
-# Creates in a namespace: each one counts its child on the namespace aggregate, so
-# concurrent creates in one namespace all write that aggregate.
-NAMESPACE_TURNS = Turns()
+# Changes to a table's or view's metadata (updateTable, transactions/commit, replaceView).
+TABULAR_TURNS = Turns()

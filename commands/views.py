@@ -1,24 +1,28 @@
-"""View commands: create, replace, rename, drop, register. Views share the name claims
-of tables (one identifier space), and their own metadata files (gzip, like Java's)."""
+"""View commands: create, replace, rename, register. Views share the name claims of
+tables (one identifier space), their locations, rename and commit path (TabularCore),
+and have their own metadata files (gzip, like Java's). Drops are lifecycle's."""
 
 from __future__ import annotations
 
 from typing import Any
 from uuid import UUID, uuid4
 
-from icelog.commands.base import now_ms
-from icelog.commands.tables import TableCommands, TableState, metadata_dir
-from icelog.domain.claims import NameClaim, claim
-from icelog.domain.context import RequestContext
-from icelog.domain.errors import (
-    AlreadyExistsError,
-    BadRequestError,
-    CommitStateUnknownError,
-    NoSuchViewError,
+from icelog.commands.application import now_ms
+from icelog.commands.known_outcome import append_written
+from icelog.commands.lookups import get_warehouse
+from icelog.commands.tabular import (
+    Staged,
+    TableState,
+    TabularCore,
+    claim_name,
+    metadata_dir,
+    new_tabular_fields,
 )
-from icelog.domain.identifiers import TabularName, tabular_claim_id
-from icelog.domain.locations import Location
+from icelog.domain.context import RequestContext
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import TabularName
 from icelog.domain.metadata_state import Metadata
+from icelog.domain.ports import FileIO
 from icelog.domain.properties import reject_secret_properties
 from icelog.domain.table_metadata import metadata_file_version
 from icelog.domain.view import View
@@ -30,49 +34,25 @@ from icelog.domain.view_metadata import (
 )
 
 
-class ViewCommands(TableCommands):
+def _new_view_file(metadata: Metadata, version: int) -> str:
+    return str(metadata_dir(metadata).child(view_metadata_file_name(version, str(uuid4()))))
+
+
+class ViewCommands:
+    def __init__(self, core: TabularCore) -> None:
+        self.core = core
+        self.app = core.app
+
     # -- lookups ---------------------------------------------------------------------------
     def find_view(self, warehouse_id: UUID, name: TabularName) -> View | None:
-        held = self._claim(warehouse_id, name)
-        if held is None or held.holder_id is None or held.kind != "view":
-            return None
-        view = self.get_or_none(held.holder_id, View)
-        return None if view is None or view.dropped else view
+        found = self.core.find("view", warehouse_id, name)
+        assert found is None or isinstance(found, View)
+        return found
 
     def get_view(self, warehouse_id: UUID, name: TabularName) -> View:
-        view = self.find_view(warehouse_id, name)
-        if view is None:
-            raise NoSuchViewError(f"View does not exist: {name.dotted}")
-        return view
-
-    def _free_view_claim(self, warehouse_id: UUID, name: TabularName) -> NameClaim | None:
-        existing = self._claim(warehouse_id, name)
-        if existing is not None and existing.is_held:
-            if existing.kind == "view":
-                raise AlreadyExistsError(f"View already exists: {name.dotted}")
-            raise AlreadyExistsError(f"Table with same name already exists: {name.dotted}")
-        return existing
-
-    @staticmethod
-    def _view_claim(
-        existing: NameClaim | None,
-        warehouse_id: UUID,
-        name: TabularName,
-        view_id: UUID,
-        ctx: RequestContext,
-    ) -> NameClaim:
-        return claim(
-            existing,
-            claim_id=tabular_claim_id(warehouse_id, name),
-            kind="view",
-            holder_id=view_id,
-            name=name.dotted,
-            actor=ctx.actor,
-            request_id=ctx.request_id,
-        )
-
-    def _new_view_file(self, metadata: Metadata, version: int) -> str:
-        return str(metadata_dir(metadata).child(view_metadata_file_name(version, str(uuid4()))))
+        found = self.core.get("view", warehouse_id, name)
+        assert isinstance(found, View)
+        return found
 
     # -- create / register -----------------------------------------------------------------
     def create_view(
@@ -90,12 +70,19 @@ class ViewCommands(TableCommands):
             raise BadRequestError("View name must not be empty")
         reject_secret_properties(properties, "View")
         view_id = uuid4()
+        first = True
+        app, core = self.app, self.core
 
         def attempt() -> TableState:
-            warehouse = self.get_warehouse(warehouse_id)
-            ns = self.get_namespace(warehouse_id, name.namespace)
-            existing = self._free_view_claim(warehouse_id, name)
-            view_location = self._new_location(warehouse, name, location, view_id)
+            nonlocal first
+            # As a table's create: the warehouse from the storage profile cache unless
+            # this is a retry or the client chose the location, the namespace not read
+            # again once known to exist (the append checks both, ADR 0018).
+            warehouse = app.warehouse_storage(warehouse_id, fresh=not first or bool(location))
+            ns_id = core.existing_namespace_id(warehouse_id, name.namespace, known=first)
+            first = False
+            existing = core.free_claim(warehouse_id, name, "view")
+            view_location = core.new_location(warehouse, name, location, view_id)
             metadata = new_view_metadata(
                 view_uuid=str(view_id),
                 location=view_location,
@@ -104,27 +91,27 @@ class ViewCommands(TableCommands):
                 properties=properties,
                 now_ms=now_ms(),
             )
-            file_io = self.file_io(warehouse.storage_profile)
-            md_location = self._new_view_file(metadata, 0)
-            data = self.remember_metadata(md_location, metadata)
-            self.write_metadata(file_io, md_location, data)
+            file_io = app.file_io(warehouse.storage_profile)
+            md_location = _new_view_file(metadata, 0)
+            data = app.remember_metadata(md_location, metadata)
+            app.write_metadata(file_io, md_location, data)
             view = View.create(
                 view_id=view_id,
-                warehouse_id=warehouse_id,
-                namespace_id=ns.id,
-                namespace=name.namespace.as_list(),
-                name=name.name,
-                location=view_location,
-                metadata_location=md_location,
-                metadata=metadata,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
+                **new_tabular_fields(
+                    ctx,
+                    warehouse_id,
+                    ns_id,
+                    name,
+                    location=view_location,
+                    metadata_location=md_location,
+                    metadata=metadata,
+                ),
             )
-            name_claim = self._view_claim(existing, warehouse_id, name, view_id, ctx)
-            self._save_or_forget(file_io, md_location, name_claim, view, hint=data)
+            name_claim = claim_name(existing, warehouse_id, name, "view", view_id, ctx)
+            append_written(app, file_io, md_location, view, name_claim, view, hint=data)
             return TableState(view_id, md_location, metadata)
 
-        return self.retrying(attempt)
+        return app.retrying(attempt)
 
     def register_view(
         self,
@@ -133,43 +120,11 @@ class ViewCommands(TableCommands):
         name: TabularName,
         metadata_location: str,
     ) -> TableState:
-        if not name.name:
-            raise BadRequestError("View name must not be empty")
-        view_id = uuid4()
-
-        def attempt() -> TableState:
-            warehouse = self.get_warehouse(warehouse_id)
-            ns = self.get_namespace(warehouse_id, name.namespace)
-            existing = self._free_view_claim(warehouse_id, name)
-            file_io = self.file_io(warehouse.storage_profile)
-            metadata = self.load_registered(warehouse, metadata_location, file_io, "view")
-            self._check_location(warehouse, metadata["location"])
-            view = View.create(
-                registered=True,
-                view_id=view_id,
-                warehouse_id=warehouse_id,
-                namespace_id=ns.id,
-                namespace=name.namespace.as_list(),
-                name=name.name,
-                location=str(Location.parse(metadata["location"], "view location")),
-                metadata_location=metadata_location,
-                metadata=metadata,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
-            name_claim = self._view_claim(existing, warehouse_id, name, view_id, ctx)
-            hint = self.remember_metadata(metadata_location, metadata)
-            self.append_known(
-                None,
-                [],
-                (view, metadata_location),
-                name_claim,
-                view,
-                hints={metadata_location: hint},
-            )
-            return TableState(view_id, metadata_location, metadata)
-
-        return self.retrying(attempt)
+        """A view's register: as a table's (its location is checked, but no files are
+        refused under it: a view has none)."""
+        return self.core.register(
+            ctx, "view", warehouse_id, name, metadata_location, may_cover_files=True
+        )
 
     # -- replace ---------------------------------------------------------------------------
     def replace_view(
@@ -181,24 +136,24 @@ class ViewCommands(TableCommands):
         updates: list[dict[str, Any]],
     ) -> TableState:
         """Checked against the current view; a concurrent replace makes it start over on
-        top of the newer version (server-side retry, as the RCK expects)."""
+        top of the newer version (server-side retry, as the RCK expects). Takes turns and
+        tries first on the view as this process last wrote it, as a table's commit."""
+        app = self.app
 
-        def attempt() -> TableState:
-            file_io = self.file_io(self.storage_profile(warehouse_id))
-            view = self.get_view(warehouse_id, name)
-            base = self.table_metadata(view, file_io)
+        def stage(view: View, file_io: FileIO) -> Staged | None:
+            base = self.core.current_metadata(view, file_io)
             check_view_requirements(base, requirements)
             applied_at = now_ms()
             metadata = apply_view_updates(base, updates, now_ms=applied_at)
             if metadata is base:
-                return TableState(view.id, view.metadata_location, base)
+                return None
             reject_secret_properties(metadata.get("properties", {}), "View")
             if metadata["location"] != base["location"]:
-                self._check_location(self.get_warehouse(warehouse_id), metadata["location"])
+                self.core.check_location(get_warehouse(app, warehouse_id), metadata["location"])
             version = metadata_file_version(view.metadata_location) + 1
-            md_location = self._new_view_file(metadata, version)
-            data = self.remember_metadata(md_location, metadata)
-            self.write_metadata(file_io, md_location, data)
+            md_location = _new_view_file(metadata, version)
+            data = app.remember_metadata(md_location, metadata)
+            app.write_metadata(file_io, md_location, data)
             view.replace(
                 requirements=requirements,
                 updates=updates,
@@ -207,31 +162,12 @@ class ViewCommands(TableCommands):
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            self._save_or_forget(
-                file_io, md_location, view, hint=data, unknown=CommitStateUnknownError
-            )
-            return TableState(view.id, md_location, metadata)
+            return Staged(md_location, data, base, metadata)
 
-        return self.retrying(attempt)
+        return self.core.commit("view", warehouse_id, name, stage)
 
     # -- rename --------------------------------------------------------------------------
     def rename_view(
         self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
     ) -> None:
-        if not dest.name:
-            raise BadRequestError("View name must not be empty")
-
-        def attempt() -> None:
-            self.get_warehouse(warehouse_id)
-            view = self.get_view(warehouse_id, source)
-            dest_ns = self.get_namespace(warehouse_id, dest.namespace)
-            target = self._claim(warehouse_id, dest)
-            if target is not None and target.is_held:
-                kind = "View" if target.kind == "view" else "Table"
-                raise AlreadyExistsError(
-                    f"Cannot rename {source.dotted} to {dest.dotted}. {kind} already exists"
-                )
-            new_claim = self._view_claim(target, warehouse_id, dest, view.id, ctx)
-            self.move_tabular(ctx, warehouse_id, view, source, dest, dest_ns, new_claim)
-
-        self.retrying(attempt)
+        self.core.rename(ctx, "view", warehouse_id, source, dest)

@@ -310,7 +310,7 @@ def run_scenario(cat: Catalog) -> None:
     # A 5xx is not a final outcome: the key is released for the retry, which succeeds.
     retried = {"Idempotency-Key": str(uuid.uuid4())}
     create = {"name": "retried", "schema": SCHEMA}
-    with storage_outage(cat.services.catalog):
+    with storage_outage(cat.services.catalog.app):
         url = f"/catalog/v1/{cat.warehouse_id}/namespaces/sales/tables"
         cat._check(cat.client.post(url, json=create, headers=retried), 503)
     cat.rest("POST", "/namespaces/sales/tables", create, headers=retried)
@@ -347,7 +347,7 @@ def run_scenario(cat: Catalog) -> None:
     cat.rest("DELETE", "/namespaces/sales/views/weekly")
 
     wait_until_due(1)
-    with storage_outage(cat.services.catalog):
+    with storage_outage(cat.services.catalog.app):
         cat.run_tasks()  # expirations succeed; the purge they schedule fails once
     wait_until_due(cat.services.settings.task_retry_backoff_seconds)
     cat.run_tasks()
@@ -361,7 +361,7 @@ def run_scenario(cat: Catalog) -> None:
     first, second = tasks.worker_name(0), tasks.worker_name(1)
     claimed = tasks.leases.claim(first, now_ms=now_ms(), lease_ms=500, limit=1)
     assert claimed, "the expiration task of sales.tmp_load is due"
-    assert cat.services.catalog.start_task(uuid.UUID(claimed[0]), first) is not None
+    assert cat.services.catalog.tasks.start_task(uuid.UUID(claimed[0]), first) is not None
     time.sleep(0.7)  # ... and `first` is never heard of again
     cat.run_tasks(second)
 

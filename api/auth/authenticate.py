@@ -145,7 +145,7 @@ async def provision(scope: Scope, principal: Principal, known: KnownUsers) -> No
     if row is None or (row["name"], row["email"], row["user-type"]) != facts:
         ctx = RequestContext(actor=principal.user_id, request_id="")
         user = UserFacts(principal.user_id, *facts)
-        await run_in_thread(services.catalog.provision_user, ctx, user, how=BY_CALL)
+        await run_in_thread(services.catalog.access.provision_user, ctx, user, how=BY_CALL)
     known.remember(principal, now)
 
 

@@ -70,7 +70,7 @@ async def status(request: Request) -> Response:
         # Whoever may read the whole log may verify its chain.
         _, context["verify_error"] = await attempt(call(request, "listEvents", query={"limit": 1}))
         if context["verify_error"] is None:
-            chain = AuditChain(services(request).catalog.recorder)
+            chain = AuditChain(services(request).catalog.app.recorder)
             context["verdict"] = await asyncio.to_thread(chain.verify)
     return render(request, "status.html", context)
 

@@ -51,7 +51,7 @@ async def _history_rows(request: Request, wid: str, kind: str, tid: str) -> list
 
 
 async def _steps(request: Request, tid: str) -> list[history.Step]:
-    store = services(request).catalog.events
+    store = services(request).catalog.app.events
     events = await asyncio.to_thread(lambda: list(store.get(UUID(tid))))
     return history.steps(e for e in events if isinstance(e, Table.Event | View.Event))
 

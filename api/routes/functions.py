@@ -67,7 +67,7 @@ def _namespace(request: Request) -> tuple[UUID, NamespaceName]:
     svc = services(request)
     warehouse_id = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
     ns_id = parse_uuid(request.path_params["namespace_id"], "namespace id")
-    return warehouse_id, svc.catalog.namespace_name(warehouse_id, ns_id)
+    return warehouse_id, svc.catalog.namespaces.namespace_name(warehouse_id, ns_id)
 
 
 def _answer(state: FunctionState) -> Response:
@@ -80,7 +80,7 @@ def create_function(request: Request, body: CreateFunctionRequest) -> Response:
     metadata = None
     if body.metadata is not None:
         metadata = body.metadata.model_dump(by_alias=True, exclude_none=True)
-    state = services(request).catalog.create_function(
+    state = services(request).catalog.functions.create_function(
         context(request),
         warehouse_id,
         TabularName(ns, reject_control_characters(body.name, "A function name")),
@@ -99,7 +99,7 @@ def _function_name(request: Request, ns: NamespaceName) -> TabularName:
 
 def replace_function(request: Request, body: ReplaceFunctionRequest) -> Response:
     warehouse_id, ns = _namespace(request)
-    state = services(request).catalog.replace_function(
+    state = services(request).catalog.functions.replace_function(
         context(request),
         warehouse_id,
         _function_name(request, ns),
@@ -111,6 +111,6 @@ def replace_function(request: Request, body: ReplaceFunctionRequest) -> Response
 
 def drop_function(request: Request) -> None:
     warehouse_id, ns = _namespace(request)
-    services(request).catalog.drop_function(
+    services(request).catalog.functions.drop_function(
         context(request), warehouse_id, _function_name(request, ns)
     )

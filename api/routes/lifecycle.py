@@ -37,7 +37,7 @@ def list_deleted_tabulars(
     warehouse_id = _warehouse_id(request)
     namespace = None
     if query.namespace_id is not None:
-        namespace = svc.catalog.namespace_name(UUID(warehouse_id), query.namespace_id)
+        namespace = svc.catalog.namespaces.namespace_name(UUID(warehouse_id), query.namespace_id)
     items, next_token = svc.queries.deleted_tabulars(
         warehouse_id, namespace, query.page_token, min(query.page_size, MAX_PAGE_SIZE)
     )
@@ -56,7 +56,7 @@ def undrop_tabulars(request: Request, body: UndropTabularsRequest) -> None:
         targets.append(
             UndropTarget(kind=target.type, tabular_id=target.id, new_name=target.new_name)
         )
-    services(request).catalog.undrop_tabulars(
+    services(request).catalog.lifecycle.undrop_tabulars(
         context(request), UUID(_warehouse_id(request)), targets
     )
 

@@ -34,7 +34,7 @@ from icelog.api.models.management import (
 from icelog.api.routes import services
 from icelog.api.routes.config import project_id
 from icelog.api.routes.namespaces import drop_recursively
-from icelog.commands.permissions import AlreadyBootstrappedError
+from icelog.commands.access import AlreadyBootstrappedError
 from icelog.domain.errors import BadRequestError, NoSuchProjectError, NoSuchWarehouseError
 from icelog.domain.identifiers import NIL_UUID, SERVER_ID
 
@@ -58,7 +58,7 @@ def info(request: Request) -> ServerInfo:
     svc = services(request)
     return ServerInfo(
         version=_version(),
-        bootstrapped=svc.catalog.is_bootstrapped(),
+        bootstrapped=svc.catalog.management.is_bootstrapped(),
         server_id=SERVER_ID,
         default_project_id=NIL_UUID,
         # No provider: everyone may do everything; with one, the grants decide (api/auth).
@@ -79,17 +79,17 @@ def bootstrap(request: Request, body: BootstrapRequest) -> None:
         raise BadRequestError("accept-terms-of-use must be true")
     svc = services(request)
     if getattr(request.state, "principal", None) is not None:
-        svc.catalog.bootstrap(context(request), is_operator=body.is_operator)
-        svc.catalog.grant_first_admin(context(request), is_operator=body.is_operator)
+        svc.catalog.management.bootstrap(context(request), is_operator=body.is_operator)
+        svc.catalog.access.grant_first_admin(context(request), is_operator=body.is_operator)
         request.app.state.authorizer.forget()
         return
-    if not svc.catalog.bootstrap(context(request), is_operator=body.is_operator):
+    if not svc.catalog.management.bootstrap(context(request), is_operator=body.is_operator):
         raise AlreadyBootstrappedError("Catalog already bootstrapped")
 
 
 # -- projects --------------------------------------------------------------------------------
 def create_project(request: Request, body: CreateProjectRequest) -> CreateProjectResponse:
-    pid = services(request).catalog.create_project(
+    pid = services(request).catalog.management.create_project(
         context(request), body.project_name, body.project_id
     )
     return CreateProjectResponse(project_id=pid)
@@ -113,19 +113,19 @@ def get_project(request: Request) -> GetProjectResponse:
 
 
 def rename_project(request: Request, body: RenameProjectRequest) -> None:
-    services(request).catalog.rename_project(
+    services(request).catalog.management.rename_project(
         context(request), _project_from(request), body.new_name
     )
 
 
 def delete_project(request: Request) -> None:
-    services(request).catalog.delete_project(context(request), _project_from(request))
+    services(request).catalog.management.delete_project(context(request), _project_from(request))
 
 
 # -- warehouses ------------------------------------------------------------------------------
 def create_warehouse(request: Request, body: CreateWarehouseRequest) -> CreateWarehouseResponse:
     svc = services(request)
-    warehouse_id = svc.catalog.create_warehouse(
+    warehouse_id = svc.catalog.management.create_warehouse(
         context(request),
         project_id=_project_from(request, body.project_id),
         name=body.warehouse_name,
@@ -142,7 +142,7 @@ def update_storage(request: Request, body: UpdateWarehouseStorageRequest) -> Non
     with a new credential (the current one is kept otherwise)."""
     warehouse = get_warehouse_row(request)
     svc = services(request)
-    svc.catalog.update_storage(
+    svc.catalog.management.update_storage(
         context(request),
         UUID(warehouse["id"]),
         storage_profile=as_dict(body.storage_profile),
@@ -154,7 +154,7 @@ def update_storage(request: Request, body: UpdateWarehouseStorageRequest) -> Non
 def update_storage_credential(request: Request, body: UpdateWarehouseCredentialRequest) -> None:
     warehouse = get_warehouse_row(request)
     svc = services(request)
-    svc.catalog.update_storage_credential(
+    svc.catalog.management.update_storage_credential(
         context(request),
         UUID(warehouse["id"]),
         as_dict(body.new_storage_credential),
@@ -183,26 +183,28 @@ def list_warehouses(request: Request) -> ListWarehousesResponse:
 def get_warehouse(request: Request) -> GetWarehouseResponse:
     warehouse = get_warehouse_row(request)
     catalog = services(request).catalog
-    protected, _ = catalog.protection(UUID(warehouse["id"]), "warehouse", UUID(warehouse["id"]))
+    protected, _ = catalog.lifecycle.protection(
+        UUID(warehouse["id"]), "warehouse", UUID(warehouse["id"])
+    )
     return GetWarehouseResponse.model_validate({**warehouse, "protected": protected})
 
 
 def rename_warehouse(request: Request, body: RenameWarehouseRequest) -> None:
     warehouse = get_warehouse_row(request)
-    services(request).catalog.rename_warehouse(
+    services(request).catalog.management.rename_warehouse(
         context(request), UUID(warehouse["id"]), body.new_name
     )
 
 
 def delete_warehouse(request: Request) -> None:
     warehouse = get_warehouse_row(request)
-    services(request).catalog.delete_warehouse(context(request), UUID(warehouse["id"]))
+    services(request).catalog.management.delete_warehouse(context(request), UUID(warehouse["id"]))
 
 
 # -- delete profile and protection -------------------------------------------------------------
 def update_delete_profile(request: Request, body: UpdateWarehouseDeleteProfileRequest) -> None:
     warehouse = get_warehouse_row(request)
-    services(request).catalog.change_delete_profile(
+    services(request).catalog.management.change_delete_profile(
         context(request), UUID(warehouse["id"]), as_dict(body.delete_profile)
     )
 
@@ -218,13 +220,15 @@ def _protection_target(request: Request) -> tuple[UUID, str, UUID]:
 
 def get_protection(request: Request) -> ProtectionResponse:
     warehouse_id, kind, entity_id = _protection_target(request)
-    protected, updated_at = services(request).catalog.protection(warehouse_id, kind, entity_id)
+    protected, updated_at = services(request).catalog.lifecycle.protection(
+        warehouse_id, kind, entity_id
+    )
     return ProtectionResponse(protected=protected, updated_at=updated_at.isoformat())
 
 
 def set_protection(request: Request, body: SetProtectionRequest) -> ProtectionResponse:
     warehouse_id, kind, entity_id = _protection_target(request)
-    result, updated_at = services(request).catalog.set_protection(
+    result, updated_at = services(request).catalog.lifecycle.set_protection(
         context(request), warehouse_id, kind, entity_id, body.protected
     )
     return ProtectionResponse(protected=result, updated_at=updated_at.isoformat())
@@ -235,8 +239,8 @@ def drop_namespace_by_id(request: Request, query: DropNamespaceQuery) -> None:
     svc = services(request)
     warehouse_id = parse_uuid(request.path_params["warehouse_id"], "warehouse id")
     ns_id = parse_uuid(request.path_params["namespace_id"], "namespace id")
-    name = svc.catalog.namespace_name(warehouse_id, ns_id)
+    name = svc.catalog.namespaces.namespace_name(warehouse_id, ns_id)
     if query.recursive:
         drop_recursively(svc, context(request), warehouse_id, name, purge=query.purge)
     else:
-        svc.catalog.drop_namespace(context(request), warehouse_id, name)
+        svc.catalog.namespaces.drop_namespace(context(request), warehouse_id, name)

@@ -44,7 +44,7 @@ def create_namespace(request: Request, body: CreateNamespaceRequest) -> CreateNa
     svc = services(request)
     name = NamespaceName(tuple(body.namespace))
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
-    ns = svc.catalog.create_namespace(
+    ns = svc.catalog.namespaces.create_namespace(
         context(request), warehouse_id, name, dict(body.properties or {})
     )
     return CreateNamespaceResponse(namespace=name.as_list(), properties=ns.properties)
@@ -71,7 +71,7 @@ def drop_namespace(request: Request, query: DropNamespaceQuery) -> None:
     if query.recursive:
         drop_recursively(svc, context(request), warehouse_id, name, purge=query.purge)
     else:
-        svc.catalog.drop_namespace(context(request), warehouse_id, name)
+        svc.catalog.namespaces.drop_namespace(context(request), warehouse_id, name)
 
 
 def drop_recursively(
@@ -87,27 +87,31 @@ def drop_recursively(
     for ns in tree:
         for kind in ("table", "view"):
             for child in _tabulars(svc, str(warehouse_id), ns, kind):
-                if svc.catalog.tabular_protected(warehouse_id, TabularName(ns, child), kind):
+                if svc.catalog.lifecycle.tabular_protected(
+                    warehouse_id, TabularName(ns, child), kind
+                ):
                     raise ProtectedError(f"{kind.capitalize()} {ns.dotted}.{child} is protected")
-        if svc.catalog.namespace_protected(warehouse_id, ns):
+        if svc.catalog.namespaces.namespace_protected(warehouse_id, ns):
             raise ProtectedError(f"Namespace {ns.dotted} is protected")
     # One append per object; an Idempotency-Key lands with the last one, the root's drop,
     # so that a retry after a failure half-way drops what is left.
     with deferred_landing():
         for ns in reversed(tree):  # children before parents
             for child in _tabulars(svc, str(warehouse_id), ns, "table"):
-                svc.catalog.drop_table(
+                svc.catalog.lifecycle.drop_table(
                     ctx, warehouse_id, TabularName(ns, child), purge=purge, final=True
                 )
             for child in _tabulars(svc, str(warehouse_id), ns, "view"):
-                svc.catalog.drop_view(ctx, warehouse_id, TabularName(ns, child), final=True)
+                svc.catalog.lifecycle.drop_view(
+                    ctx, warehouse_id, TabularName(ns, child), final=True
+                )
             for function in svc.queries.function_names(str(warehouse_id), ns):
-                svc.catalog.drop_function(ctx, warehouse_id, TabularName(ns, function))
+                svc.catalog.functions.drop_function(ctx, warehouse_id, TabularName(ns, function))
             for tabular_id, _kind in svc.queries.deleted_tabular_ids(str(warehouse_id), ns):
-                svc.catalog.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
+                svc.catalog.lifecycle.expire_now(ctx, warehouse_id, UUID(tabular_id), purge=purge)
             if ns != name:
-                svc.catalog.drop_namespace(ctx, warehouse_id, ns)
-    svc.catalog.drop_namespace(ctx, warehouse_id, name)
+                svc.catalog.namespaces.drop_namespace(ctx, warehouse_id, ns)
+    svc.catalog.namespaces.drop_namespace(ctx, warehouse_id, name)
 
 
 def _subtree(svc: Services, warehouse_id: str, root: NamespaceName) -> list[NamespaceName]:
@@ -132,7 +136,7 @@ def update_properties(
     request: Request, body: UpdateNamespacePropertiesRequest
 ) -> UpdateNamespacePropertiesResponse:
     svc = services(request)
-    updated, removed, missing = svc.catalog.update_namespace_properties(
+    updated, removed, missing = svc.catalog.namespaces.update_namespace_properties(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         namespace_param(request),

@@ -139,7 +139,7 @@ def update_assignments(
                 raise ForbiddenError(f"Not allowed to grant {item.type} on {obj.kind} {obj.id}")
         if obj.kind == "role":
             _no_cycle(request, obj, body.writes)
-        services(request).catalog.change_grants(
+        services(request).catalog.access.change_grants(
             context(request),
             obj,
             writes=[(i.type, _principal(i)) for i in body.writes],
@@ -247,7 +247,9 @@ def namespace_id_of(request: Request, query: NamespaceIdQuery) -> NamespaceIdRes
 def create_role(request: Request, body: CreateRoleRequest) -> RoleAnswer:
     pid = body.project_id or UUID(project_id(request))
     require(request, ObjectRef("project", str(pid)), "create_role")
-    rid = services(request).catalog.create_role(context(request), pid, body.name, body.description)
+    rid = services(request).catalog.access.create_role(
+        context(request), pid, body.name, body.description
+    )
     return _role(request, rid)
 
 
@@ -295,14 +297,16 @@ def get_role(request: Request) -> RoleAnswer:
 def update_role(request: Request, body: UpdateRoleRequest) -> RoleAnswer:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "update")
-    services(request).catalog.update_role(context(request), rid, body.name, body.description)
+    services(request).catalog.access.update_role(context(request), rid, body.name, body.description)
     return _role(request, rid)
 
 
 def delete_role(request: Request) -> None:
     rid = _role_id(request)
     require(request, ObjectRef("role", str(rid)), "delete")
-    services(request).catalog.delete_role(context(request), rid)  # a DELETE: the edge forgets
+    services(request).catalog.access.delete_role(
+        context(request), rid
+    )  # a DELETE: the edge forgets
 
 
 # -- who could do what, when ---------------------------------------------------------------

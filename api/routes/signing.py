@@ -24,7 +24,7 @@ from icelog.domain.errors import ForbiddenError, NoSuchTableError
 
 
 def _signing_profile(request: Request, warehouse_id: UUID) -> dict[str, Any]:
-    profile = services(request).catalog.storage_profile(warehouse_id)
+    profile = services(request).catalog.app.storage_profile(warehouse_id)
     if profile.get("type") != "s3" or not profile.get("remote-signing-enabled"):
         raise ForbiddenError("Remote signing is not enabled for this warehouse")
     return profile
@@ -40,7 +40,7 @@ def _answer(
     headers = dict(body.headers)
     if region != profile["region"]:
         raise ForbiddenError(f"This warehouse's bucket is in {profile['region']}, not {region}")
-    access = access_for(profile, services(request).catalog.secrets)
+    access = access_for(profile, services(request).catalog.app.secrets)
     # The same endpoint and region `sign` addresses the URI with: what is signed is what
     # was checked.
     target = parse_target(uri, endpoint=access.endpoint, region=access.region)

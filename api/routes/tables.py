@@ -167,7 +167,7 @@ def create_table(request: Request, body: CreateTableRequest) -> bytes:
     svc = services(request)
     name = TabularName(namespace_param(request), body.name)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
-    state = svc.catalog.create_table(
+    state = svc.catalog.tables.create_table(
         context(request),
         warehouse_id,
         name,
@@ -257,7 +257,7 @@ _PLAIN_FIELDS = orjson.dumps(TableAccess().response_fields())[1:]
 
 def _file_warehouse(svc: Services, warehouse_id: UUID) -> bool:
     """Whether the warehouse's recently read profile is a file one (False: not known)."""
-    cached = svc.catalog.cached_storage_profile(warehouse_id)
+    cached = svc.catalog.app.cached_storage_profile(warehouse_id)
     return cached is not None and cached.get("type") == "file"
 
 
@@ -292,7 +292,7 @@ def commit_table(request: Request, body: CommitTableRequest) -> bytes:
     name = _name(request)
     if body.identifier is not None and tabular_name(body.identifier) != name:
         raise BadRequestError("identifier in the body does not match the request path")
-    state = svc.catalog.commit_table(
+    state = svc.catalog.tables.commit_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         name,
@@ -314,7 +314,7 @@ def commit_table(request: Request, body: CommitTableRequest) -> bytes:
 
 def drop_table(request: Request, query: DropTableQuery) -> None:
     svc = services(request)
-    svc.catalog.drop_table(
+    svc.catalog.lifecycle.drop_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         _name(request),
@@ -333,7 +333,7 @@ def unregister_table(request: Request) -> bytes:
         if row is None:
             raise NoSuchTableError(f"Table does not exist: {name.dotted}")
         try:
-            svc.catalog.unregister_table(
+            svc.catalog.lifecycle.unregister_table(
                 context(request), warehouse_id, name, expected_location=row.metadata_location
             )
         except CommitFailedError:
@@ -352,7 +352,7 @@ def register_table(request: Request, body: RegisterTableRequest) -> bytes:
     svc = services(request)
     name = TabularName(namespace_param(request), body.name)
     warehouse_id = svc.warehouse_for_prefix(prefix(request))
-    state = svc.catalog.register_table(
+    state = svc.catalog.tables.register_table(
         context(request),
         warehouse_id,
         name,
@@ -366,7 +366,7 @@ def register_table(request: Request, body: RegisterTableRequest) -> bytes:
 
 def rename_table(request: Request, body: RenameTableRequest) -> None:
     svc = services(request)
-    svc.catalog.rename_table(
+    svc.catalog.tables.rename_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         tabular_name(body.source),
@@ -395,7 +395,7 @@ def commit_transaction(request: Request, body: CommitTransactionRequest) -> None
         for change in body.table_changes
     ]
     moves = any(sets_location(updates) for _name, _requirements, updates in changes)
-    svc.catalog.commit_transaction(
+    svc.catalog.tables.commit_transaction(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         changes,

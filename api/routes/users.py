@@ -120,7 +120,7 @@ def create_user(request: Request, body: CreateUserRequest) -> User:
     svc = services(request)
     exists = svc.primary.user(facts.user_id) is not None
     if not exists or body.update_if_exists:
-        svc.catalog.provision_user(context(request), facts, how=how)
+        svc.catalog.access.provision_user(context(request), facts, how=how)
     return _user(request, facts.user_id)
 
 
@@ -128,10 +128,10 @@ def update_user(request: Request, body: UpdateUserRequest) -> None:
     user_id = path_param(request, "user_id")
     _user(request, user_id)
     facts = UserFacts(user_id, body.name, body.email, body.user_type)
-    services(request).catalog.provision_user(context(request), facts, how=BY_UPDATE_ENDPOINT)
+    services(request).catalog.access.provision_user(context(request), facts, how=BY_UPDATE_ENDPOINT)
 
 
 def delete_user(request: Request) -> None:
     user_id = path_param(request, "user_id")
-    services(request).catalog.delete_user(context(request), user_id)
+    services(request).catalog.access.delete_user(context(request), user_id)
     request.app.state.known_users.forget(user_id)

@@ -38,7 +38,7 @@ def list_views(request: Request, query: PageQuery) -> ListTablesResponse:
 
 def create_view(request: Request, body: CreateViewRequest) -> ViewResult:
     svc = services(request)
-    state = svc.catalog.create_view(
+    state = svc.catalog.views.create_view(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         TabularName(namespace_param(request), body.name),
@@ -77,7 +77,7 @@ def replace_view(request: Request, body: CommitViewRequest) -> ViewResult:
     name = _name(request)
     if body.identifier is not None and tabular_name(body.identifier) != name:
         raise BadRequestError("identifier in the body does not match the request path")
-    state = svc.catalog.replace_view(
+    state = svc.catalog.views.replace_view(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         name,
@@ -89,14 +89,14 @@ def replace_view(request: Request, body: CommitViewRequest) -> ViewResult:
 
 def drop_view(request: Request) -> None:
     svc = services(request)
-    svc.catalog.drop_view(
+    svc.catalog.lifecycle.drop_view(
         context(request), svc.warehouse_for_prefix(prefix(request)), _name(request)
     )
 
 
 def rename_view(request: Request, body: RenameTableRequest) -> None:
     svc = services(request)
-    svc.catalog.rename_view(
+    svc.catalog.views.rename_view(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         tabular_name(body.source),
@@ -106,7 +106,7 @@ def rename_view(request: Request, body: RenameTableRequest) -> None:
 
 def register_view(request: Request, body: RegisterViewRequest) -> ViewResult:
     svc = services(request)
-    state = svc.catalog.register_view(
+    state = svc.catalog.views.register_view(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
         TabularName(namespace_param(request), body.name),

@@ -39,14 +39,6 @@ _BLOCKED = (errno.ELOOP, errno.ENOTDIR, errno.EISDIR)
 MAX_WALK_ENTRIES = 10_000
 
 
-def to_path(location: str) -> str:
-    """A `file` location's absolute path (400 for anything else)."""
-    parsed = Location.parse(location, encoded_separators=True)
-    if parsed.scheme != "file":
-        raise BadRequestError(f"Not a file location: {location}")
-    return parsed.path
-
-
 class LocalFileIO:
     """Reads and writes files below one local directory."""
 

@@ -70,7 +70,7 @@ def task_events(server: CatalogServer, task_id: str) -> list[str]:
     try:
         from uuid import UUID
 
-        recorded = services.catalog.recorder.select_events(UUID(task_id))
+        recorded = services.catalog.app.recorder.select_events(UUID(task_id))
         return [e.topic.split(".")[2] for e in recorded]
     finally:
         services.close()

@@ -50,7 +50,7 @@ class Api:
         return self.services.tasks.run_until_idle()
 
     def position(self) -> int:
-        return int(self.services.catalog.recorder.max_notification_id() or 0)
+        return int(self.services.catalog.app.recorder.max_notification_id() or 0)
 
 
 def replica_settings(api: Api, extra: dict[str, str] | None = None) -> Settings:
@@ -140,7 +140,7 @@ class Authed:
         return self.client.request(method, path, headers=headers, **kwargs)
 
     def events(self) -> list[Any]:
-        return list(self.services.catalog.recorder.select_notifications(start=1, limit=10_000))
+        return list(self.services.catalog.app.recorder.select_notifications(start=1, limit=10_000))
 
 
 @pytest.fixture(scope="module")

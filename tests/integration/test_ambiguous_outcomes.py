@@ -67,7 +67,7 @@ def fail_appends(
 ) -> list[int]:
     """The next `times` appends raise: after the database committed them (their
     acknowledgement lost) or before (nothing written)."""
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     original = recorder.insert_events
     failed: list[int] = []
 
@@ -167,7 +167,7 @@ def test_an_unknown_outcome_keeps_the_files_and_says_so(
 ) -> None:
     create_table(db, "db", "t")
     failed = fail_appends(db, monkeypatch, after_commit=True)
-    recorder = db.services.catalog.recorder
+    recorder = db.services.catalog.app.recorder
     select = recorder.select_events
 
     def unreadable(*args: Any, **kwargs: Any) -> Any:
@@ -235,7 +235,7 @@ def test_a_failure_after_the_insert_does_not_fail_the_saves_that_landed(
     def snapshots_fail(self: Any, processing: Any) -> None:
         raise DatabaseLost("snapshot store unreachable")
 
-    app = db.services.catalog
+    app = db.services.catalog.app
     monkeypatch.setattr(type(app), "_take_snapshots", snapshots_fail, raising=True)
     response = db.post("/namespaces/db/tables/t", snapshot_commit(1, None))
     assert response.status_code == 200, response.text
@@ -293,15 +293,15 @@ def test_a_retry_after_the_claimant_died_is_answered_from_the_log(
     create_table(db, "db", "t")
     headers = {"Idempotency-Key": str(uuid.uuid4())}
     catalog = db.services.catalog
-    original = catalog.complete_idempotency
+    original = catalog.idempotency.complete_idempotency
 
     def dies(*args: Any, **kwargs: Any) -> Any:
         raise DatabaseLost("the process died before recording")
 
-    monkeypatch.setattr(catalog, "complete_idempotency", dies)
+    monkeypatch.setattr(catalog.idempotency, "complete_idempotency", dies)
     first = db.post("/namespaces/db/tables/t", snapshot_commit(1, None), headers=headers)
     assert first.status_code == 200
-    monkeypatch.setattr(catalog, "complete_idempotency", original)
+    monkeypatch.setattr(catalog.idempotency, "complete_idempotency", original)
     monkeypatch.setattr("icelog.api.idempotency._LANDED_GRACE_MS", 0)
     position = db.position()
     retry = db.post("/namespaces/db/tables/t", snapshot_commit(1, None), headers=headers)
@@ -320,7 +320,7 @@ def test_a_taken_over_claim_can_never_land_twice(db: Api, monkeypatch: pytest.Mo
     create_table(db, "db", "t")
     headers = {"Idempotency-Key": str(uuid.uuid4())}
     catalog = db.services.catalog
-    commit = catalog.commit_table
+    commit = catalog.tables.commit_table
     proceed, staged = threading.Event(), threading.Event()
 
     def slow_commit(*args: Any, **kwargs: Any) -> Any:
@@ -328,7 +328,7 @@ def test_a_taken_over_claim_can_never_land_twice(db: Api, monkeypatch: pytest.Mo
         assert proceed.wait(30)
         return commit(*args, **kwargs)
 
-    monkeypatch.setattr(catalog, "commit_table", slow_commit)
+    monkeypatch.setattr(catalog.tables, "commit_table", slow_commit)
     url = "/namespaces/db/tables/t"
     replica = _replica(db)  # the retry arrives at another replica
     try:
@@ -339,7 +339,7 @@ def test_a_taken_over_claim_can_never_land_twice(db: Api, monkeypatch: pytest.Mo
             first = pool.submit(db.post, url, snapshot_commit(1, None), headers=headers)
             assert staged.wait(30)
             # Its lease runs out (as when a process stalls far beyond the request timeout).
-            record = catalog.find_idempotency(headers["Idempotency-Key"])
+            record = catalog.idempotency.find_idempotency(headers["Idempotency-Key"])
             assert record is not None
             expired = record.lease_until_ms + 1
             monkeypatch.setattr("icelog.commands.idempotency.now_ms", lambda: expired)
@@ -362,7 +362,7 @@ def test_recorded_answers_hold_no_storage_configuration(db: Api) -> None:
     headers = {"Idempotency-Key": str(uuid.uuid4())}
     created = db.post("/namespaces/db/tables", {"name": "t", "schema": SCHEMA}, headers=headers)
     assert created.status_code == 200
-    record = db.services.catalog.find_idempotency(headers["Idempotency-Key"])
+    record = db.services.catalog.idempotency.find_idempotency(headers["Idempotency-Key"])
     assert record is not None and record.has_outcome
     stored = json.loads(record.body)
     assert "metadata" not in stored and stored.get("config") == {}
@@ -401,7 +401,7 @@ def test_a_load_racing_a_commit_never_pairs_one_version_with_another(sqlite_db: 
             if "metadata_location, version FROM" in sql and "WHERE warehouse_id" in sql:
                 rows = found.fetchall()
                 n = next(commits)
-                db.services.catalog.commit_table(  # lands between the two reads
+                db.services.catalog.tables.commit_table(  # lands between the two reads
                     _ctx(), _wid(db), _name("t"), *_parts(snapshot_commit(n, parent[0]))
                 )
                 parent[0] = n
@@ -492,7 +492,7 @@ def test_a_warehouse_whose_append_landed_keeps_its_credential(
         profile = api.client.get(
             f"/management/v1/warehouse/{created.json()['warehouse-id']}"
         ).json()["storage-profile"]
-        secrets = api.services.catalog.secrets
+        secrets = api.services.catalog.app.secrets
         assert secrets is not None and secrets.get(UUID(profile["credential-id"])) is not None
         monkeypatch.undo()
         assert_log_verifies(api.services)

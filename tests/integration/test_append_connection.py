@@ -23,7 +23,7 @@ pytestmark = pytest.mark.postgres
 
 
 def _held(api: Api) -> HeldConnection:
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     assert isinstance(recorder, InlinePostgresRecorder)
     return recorder._append_connection
 
@@ -75,7 +75,7 @@ def test_an_old_connection_is_replaced_and_closing_gives_it_back(pg_api: Api) ->
     held._max_age_s = 0.0
     _commit_n(api, 3, 1, parent)
     assert _held_pid(api) not in (None, pid)
-    pool = api.services.catalog.recorder.datastore.pool  # type: ignore[attr-defined]
+    pool = api.services.catalog.app.recorder.datastore.pool  # type: ignore[attr-defined]
     out_before = pool.get_stats()["pool_size"] - pool.get_stats()["pool_available"]
     held.release()
     assert _held_pid(api) is None
@@ -104,7 +104,7 @@ def test_a_small_pool_is_never_starved_by_the_held_connection(pg_api: Api) -> No
                 assert done.status_code == 200, done.text
                 listed = client.get(f"{base}/namespaces")
                 assert listed.status_code == 200, listed.text
-        recorder = services.catalog.recorder
+        recorder = services.catalog.app.recorder
         assert isinstance(recorder, InlinePostgresRecorder)
         assert recorder._append_connection._held is None
     finally:
@@ -118,10 +118,12 @@ def test_a_table_is_still_snapshotted_at_its_hundredth_event(
     api = pg_api
     _table_with_commits(api, 99)  # created + 99 commits: version 100
     catalog = api.services.catalog
-    table = catalog.find_table(api.services.warehouse_for_prefix(api.prefix), _name("db", "t"))
+    table = catalog.tables.find_table(
+        api.services.warehouse_for_prefix(api.prefix), _name("db", "t")
+    )
     assert table is not None
     table_id = table.id
-    snapshots = catalog.snapshots
+    snapshots = catalog.app.snapshots
     assert snapshots is not None
     deadline = time.monotonic() + 10
     while not list(snapshots.get(table_id)):

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.postgres
 
 
 def _recorder(api: Api) -> InlinePostgresRecorder:
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     assert isinstance(recorder, InlinePostgresRecorder)
     return recorder
 
@@ -65,7 +65,7 @@ def _created(api: Api, location: str, *, actor: str = "anonymous", name: str = "
 
 
 def _append(api: Api, *tables: Table) -> list[int]:
-    app = api.services.catalog
+    app = api.services.catalog.app
     events = [event for table in tables for event in table.collect_events()]
     stored = [app.mapper.to_stored_event(event) for event in events]
     ids = app.recorder.insert_events(stored, inline_events=events, inline_hints={})
@@ -73,7 +73,7 @@ def _append(api: Api, *tables: Table) -> list[int]:
 
 
 def _rows(api: Api, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with api.services.catalog.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+    with api.services.catalog.app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
         return [tuple(r.values()) for r in conn.execute(sql, params).fetchall()]
 
 
@@ -112,7 +112,7 @@ def test_creates_through_the_api_land_by_the_function_with_the_rows_a_rebuild_fo
     assert calls == [2, 2, 2, 2]
     assert api.get("/namespaces/db/tables/b").status_code == 200
     assert api.get("/namespaces/db/views/v").status_code == 200
-    app = api.services.catalog
+    app = api.services.catalog.app
     assert maintenance.verify(app.recorder, app.mapper).differences == []
 
 
@@ -175,7 +175,7 @@ def test_a_creating_user_owns_what_the_function_created(pg_api: Api) -> None:
         str(table.id),
     )
     assert grants == [("table", "ownership", "user", "oidc~alice")]
-    app = api.services.catalog
+    app = api.services.catalog.app
     assert maintenance.verify(app.recorder, app.mapper).differences == []
 
 

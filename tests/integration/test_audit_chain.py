@@ -28,18 +28,18 @@ def some_history(api: Api) -> None:
 def chained_history(api: Api) -> AuditChain:
     """Some history, every event of it chained: the chain."""
     some_history(api)
-    chain = AuditChain(api.services.catalog.recorder)
+    chain = AuditChain(api.services.catalog.app.recorder)
     chain.extend()
     return chain
 
 
 def stored(api: Api, position: int) -> Any:
-    [notification] = api.services.catalog.recorder.select_notifications(start=position, limit=1)
+    [notification] = api.services.catalog.app.recorder.select_notifications(start=position, limit=1)
     return notification
 
 
 def execute(api: Api, sql: str, params: tuple[Any, ...]) -> None:
-    recorder: Any = api.services.catalog.recorder
+    recorder: Any = api.services.catalog.app.recorder
     table = recorder.events_table_name
     datastore = recorder.datastore
     if api.services.settings.backend == "postgres":
@@ -73,7 +73,7 @@ def test_an_untouched_log_verifies_and_the_head_is_recorded_as_an_event(api: Api
     chained, position, link = chainer.round(anchor=True)
     assert chained == position == api.position() - 2, "the anchor's own 2 events come after"
     assert recorded_heads(api.services) == [(position, link)]
-    verdict = AuditChain(api.services.catalog.recorder).verify()
+    verdict = AuditChain(api.services.catalog.app.recorder).verify()
     assert verdict.broken_at is None and verdict.checked == position
     # The anchor's own events are chained in the next round, but they alone are no reason
     # to record another head.
@@ -143,8 +143,8 @@ def test_cli_verify_exit_codes_and_a_recomputed_chain_is_caught_by_a_held_head(
     assert tampered.returncode == 1 and "broken link at position 3" in tampered.stdout
     # An attacker who also recomputes the whole chain passes the internal check, but not
     # the heads recorded in the log earlier, nor a head held outside.
-    chain = AuditChain(api.services.catalog.recorder)
-    with api.services.catalog.recorder.datastore.transaction(commit=True) as cur:  # type: ignore[attr-defined]
+    chain = AuditChain(api.services.catalog.app.recorder)
+    with api.services.catalog.app.recorder.datastore.transaction(commit=True) as cur:  # type: ignore[attr-defined]
         cur.execute("DELETE FROM icelog_audit_chain")
     chain.extend()
     assert chain.verify().broken_at is None

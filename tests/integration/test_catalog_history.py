@@ -128,10 +128,10 @@ class Reference:
 
 def logged(api: Api) -> list[tuple[int, Any]]:
     catalog = api.services.catalog
-    found = catalog.recorder.select_notifications(
+    found = catalog.app.recorder.select_notifications(
         start=0, limit=1_000_000, inclusive_of_start=False
     )
-    return [(n.id, catalog.mapper.to_domain_event(n)) for n in found]
+    return [(n.id, catalog.app.mapper.to_domain_event(n)) for n in found]
 
 
 # -- reading as-of page by page ----------------------------------------------------------------
@@ -337,7 +337,7 @@ def test_pages_cover_a_large_catalog_exactly_once(api: Api) -> None:
     layout = {("big",): 1200, ("big", "inner"): 1200, ("other",): 97}
     for levels, count in layout.items():
         namespace = NamespaceName(levels)
-        catalog.create_namespace(ctx, wid, namespace, {"n": str(count)})
+        catalog.namespaces.create_namespace(ctx, wid, namespace, {"n": str(count)})
         for i in range(count):
             create_plain_table(catalog, ctx, wid, TabularName(namespace, f"t{i:04d}"), SCHEMA)
     position = api.position()

@@ -105,7 +105,7 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
             },
         ).json()["warehouse-id"]
         client.post(f"/catalog/v1/{other}/namespaces", json={"namespace": ["ops"]})
-        head = int(services.catalog.recorder.max_notification_id() or 0)
+        head = int(services.catalog.app.recorder.max_notification_id() or 0)
     lines = icelog("events", "tail", "-n", "100", env=env)
     assert lines.returncode == 0, lines.stderr
     rows = lines.stdout.splitlines()
@@ -127,7 +127,7 @@ def test_events_tail_prints_the_log_as_cloud_events(tmp_path: Path) -> None:
 def test_catalog_at_prints_the_catalog_as_of_a_position(tmp_path: Path) -> None:
     env = {"ICELOG_DATA_DIR": str(tmp_path), "ICELOG_TASK_WORKERS": "0"}
     with _catalog_with_sales(env) as (services, client, base):
-        before_table = int(services.catalog.recorder.max_notification_id() or 0)
+        before_table = int(services.catalog.app.recorder.max_notification_id() or 0)
         client.post(f"{base}/namespaces/sales/tables", json={"name": "o", "schema": SCHEMA})
         client.post(f"{base}/namespaces", json={"namespace": ["sales", "eu"]})
         for name in ("p", "q"):

@@ -43,7 +43,7 @@ def test_commits_without_requirements_rebase_and_all_land(api: Api) -> None:
 
     def work(i: int) -> None:
         for j in range(6):
-            catalog.commit_table(
+            catalog.tables.commit_table(
                 CTX, wid, name, [], [{"action": "set-properties", "updates": {f"k{i}-{j}": "v"}}]
             )
 
@@ -75,7 +75,7 @@ def test_appenders_with_client_retry_lose_no_snapshot(api: Api) -> None:
                 parent = None if parent in (None, -1) else parent
                 seq = md["last-sequence-number"] + 1
                 try:
-                    catalog.commit_table(
+                    catalog.tables.commit_table(
                         CTX, wid, name, *append_change(snap_id, seq, parent)
                     )  # fmt: skip
                     break
@@ -125,7 +125,7 @@ def test_concurrent_creates_in_one_namespace_all_land(api: Api) -> None:
         return create_plain_table(catalog, CTX, wid, name, SCHEMA)
 
     conflicts: list[int] = []
-    catalog.on_commit_conflict = lambda: conflicts.append(1)
+    catalog.app.on_commit_conflict = lambda: conflicts.append(1)
     results = run_threads(8, work)
     assert [r for r in results if isinstance(r, Exception)] == []
     listed = api.get("/namespaces/db/tables").json()["identifiers"]

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -353,7 +354,7 @@ def _boom(*_args: Any, **_kwargs: Any) -> Any:
 class Broken:
     """A route whose handler hits an internal error: `owner.attribute` of Services raises."""
 
-    owner: str  # "catalog" or "queries"
+    owner: str  # a dotted path below Services: "catalog.tables", "queries"
     attribute: str
     method: str
     path: str  # below /catalog/v1/{prefix}, or absolute; "{ns}" is the test's namespace
@@ -367,10 +368,15 @@ TABLE_CHANGE = {"identifier": {"namespace": ["{ns}"], "name": "t"}, "updates": [
 BROKEN: dict[str, Broken] = {
     "list namespaces": Broken("queries", "list_namespaces", "GET", "/namespaces", None, INTERNAL),
     "create namespace": Broken(
-        "catalog", "create_namespace", "POST", "/namespaces", {"namespace": ["z"]}, INTERNAL
+        "catalog.namespaces",
+        "create_namespace",
+        "POST",
+        "/namespaces",
+        {"namespace": ["z"]},
+        INTERNAL,
     ),
     "create table": Broken(
-        "catalog",
+        "catalog.tables",
         "create_table",
         "POST",
         "/namespaces/{ns}/tables",
@@ -378,10 +384,10 @@ BROKEN: dict[str, Broken] = {
         INTERNAL,
     ),
     "drop table": Broken(
-        "catalog", "drop_table", "DELETE", "/namespaces/{ns}/tables/t", None, INTERNAL
+        "catalog.lifecycle", "drop_table", "DELETE", "/namespaces/{ns}/tables/t", None, INTERNAL
     ),
     "register": Broken(
-        "catalog",
+        "catalog.tables",
         "register_table",
         "POST",
         "/namespaces/{ns}/register",
@@ -389,7 +395,7 @@ BROKEN: dict[str, Broken] = {
         INTERNAL,
     ),
     "rename": Broken(
-        "catalog",
+        "catalog.tables",
         "rename_table",
         "POST",
         "/tables/rename",
@@ -401,10 +407,15 @@ BROKEN: dict[str, Broken] = {
     ),
     "list warehouses": Broken("queries", "warehouses", "GET", f"{ROOT}/warehouse", None, INTERNAL),
     "table commit": Broken(
-        "catalog", "commit_table", "POST", "/namespaces/{ns}/tables/t", {"updates": []}, UNKNOWN
+        "catalog.tables",
+        "commit_table",
+        "POST",
+        "/namespaces/{ns}/tables/t",
+        {"updates": []},
+        UNKNOWN,
     ),
     "table commit, no prefix": Broken(
-        "catalog",
+        "catalog.tables",
         "commit_table",
         "POST",
         "/catalog/v1/namespaces/{ns}/tables/t",
@@ -412,7 +423,7 @@ BROKEN: dict[str, Broken] = {
         UNKNOWN,
     ),
     "transaction": Broken(
-        "catalog",
+        "catalog.tables",
         "commit_transaction",
         "POST",
         "/transactions/commit",
@@ -420,9 +431,18 @@ BROKEN: dict[str, Broken] = {
         UNKNOWN,
     ),
     "view replace": Broken(
-        "catalog", "replace_view", "POST", "/namespaces/{ns}/views/v", {"updates": []}, UNKNOWN
+        "catalog.views",
+        "replace_view",
+        "POST",
+        "/namespaces/{ns}/views/v",
+        {"updates": []},
+        UNKNOWN,
     ),
 }
+
+
+def _owner(services: Services, path: str) -> Any:
+    return functools.reduce(getattr, path.split("."), services)
 
 
 @pytest.mark.parametrize("broken", list(BROKEN.values()), ids=list(BROKEN))
@@ -435,7 +455,7 @@ def test_internal_errors_are_typed_by_route_and_leak_nothing(
     api.post(f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA})
     api.post(f"/namespaces/{ns}/views", view_body("v", [ns]))
     scene.arm()
-    monkeypatch.setattr(getattr(api.services, broken.owner), broken.attribute, _boom)
+    monkeypatch.setattr(_owner(api.services, broken.owner), broken.attribute, _boom)
     path = broken.path.replace("{ns}", ns)
     absolute = path.split("/")[1] in ("catalog", "management")
     url = path if absolute else api.url(path)
@@ -489,11 +509,19 @@ def test_slow_requests_are_answered_at_the_timeout_typed_by_route(
         commit = f"{base}/slow/tables/t"
         cases: list[tuple[str, str, str, str, dict[str, Any] | None, int, str]] = [
             ("queries", "list_namespaces", "GET", base, None, 503, unavailable),
-            ("catalog", "create_namespace", "POST", base, {"namespace": ["n2"]}, 504, unavailable),
-            ("catalog", "commit_table", "POST", commit, {"updates": []}, 504, unknown),
+            (
+                "catalog.namespaces",
+                "create_namespace",
+                "POST",
+                base,
+                {"namespace": ["n2"]},
+                504,
+                unavailable,
+            ),
+            ("catalog.tables", "commit_table", "POST", commit, {"updates": []}, 504, unknown),
         ]
         for owner, attribute, method, url, body, status, error_type in cases:
-            target = getattr(timed, owner)
+            target = _owner(timed, owner)
             monkeypatch.setattr(target, attribute, _slow(getattr(target, attribute), 2.0))
             started = time.monotonic()
             response = client.request(method, url, json=body)
@@ -513,8 +541,8 @@ def test_a_commit_retried_on_conflicts_stops_at_its_timeout_and_never_appends(
         base = f"{catalog_path}/namespaces"
         directory = local_path(created.json()["metadata-location"]).parent
         files = sorted(directory.iterdir())
-        head = catalog.recorder.max_notification_id()
-        save_all = catalog.save_all
+        head = catalog.app.recorder.max_notification_id()
+        save_all = catalog.app.save_all
         conflicts_until = time.monotonic() + 3.0
         attempts: list[float] = []
 
@@ -525,7 +553,7 @@ def test_a_commit_retried_on_conflicts_stops_at_its_timeout_and_never_appends(
                 raise ConcurrentChange  # another writer keeps winning
             return save_all(*aggregates, **kwargs)
 
-        monkeypatch.setattr(catalog, "save_all", contended)
+        monkeypatch.setattr(catalog.app, "save_all", contended)
         commit = {"updates": [{"action": "set-properties", "updates": {"late": "yes"}}]}
         started = time.monotonic()
         response = client.post(f"{base}/busy/tables/t", json=commit)
@@ -537,7 +565,7 @@ def test_a_commit_retried_on_conflicts_stops_at_its_timeout_and_never_appends(
         monkeypatch.undo()
         late = [t for t in attempts if t > answered + 0.5]
         assert late == [], f"{len(late)} attempt(s) more than 0.5 s after the timeout answer"
-        assert catalog.recorder.max_notification_id() == head, (
+        assert catalog.app.recorder.max_notification_id() == head, (
             "the commit appended after its timeout"
         )
         loaded = client.get(f"{base}/busy/tables/t").json()

@@ -103,7 +103,7 @@ def test_a_cascade_drop_retried_with_its_key_drops_what_was_left(
         response = db.post("/namespaces/db%1Finner/tables", {"name": name, "schema": SCHEMA})
         assert response.status_code == 200
     catalog_ = db.services.catalog
-    drop_table = catalog_.drop_table
+    drop_table = catalog_.lifecycle.drop_table
     calls: list[int] = []
 
     def second_fails(*args: Any, **kwargs: Any) -> Any:
@@ -114,7 +114,7 @@ def test_a_cascade_drop_retried_with_its_key_drops_what_was_left(
             raise ServiceUnavailableError("timed out between objects")
         return drop_table(*args, **kwargs)
 
-    monkeypatch.setattr(catalog_, "drop_table", second_fails)
+    monkeypatch.setattr(catalog_.lifecycle, "drop_table", second_fails)
     headers = {"Idempotency-Key": str(uuid.uuid4())}
     first = db.delete("/namespaces/db%1Finner", params={"recursive": "true"}, headers=headers)
     assert first.status_code == 503
@@ -182,7 +182,9 @@ def test_a_registered_file_rewritten_later_does_not_change_the_table(db: Api) ->
     rewritten["properties"]["owner"] = "mallory"
     path.unlink()
     path.write_text(json.dumps(rewritten))
-    db.services.catalog.metadata_cache = type(db.services.catalog.metadata_cache)()  # a restart
+    db.services.catalog.app.metadata_cache = type(
+        db.services.catalog.app.metadata_cache
+    )()  # a restart
     commit = db.post("/namespaces/db/tables/r", {"updates": [
         {"action": "set-properties", "updates": {"k": "v"}}]})  # fmt: skip
     assert commit.status_code == 200
@@ -212,14 +214,14 @@ def stale_location_index_once(db: Api, monkeypatch: pytest.MonkeyPatch) -> list[
     """The command's own overlap check answers "free" the first time (as if the other
     table had not landed yet), truthfully after: the append's guard must refuse. The list
     grows by one per check."""
-    index = db.services.catalog.location_index
+    index = db.services.catalog.ports.location_index
     calls: list[int] = []
 
     def stale_once(warehouse_id: str, location: str) -> str | None:
         calls.append(1)
         return None if len(calls) == 1 else index(warehouse_id, location)
 
-    monkeypatch.setattr(db.services.catalog, "location_index", stale_once)
+    monkeypatch.setattr(db.services.catalog.ports, "location_index", stale_once)
     return calls
 
 

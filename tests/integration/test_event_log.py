@@ -297,7 +297,7 @@ def test_rebuild_from_the_log_equals_the_live_read_model(api: Api) -> None:
     )
     assert undone.status_code == 204
     assert api.run_tasks() == 2, "s2 expires, then its purge"
-    app = api.services.catalog
+    app = api.services.catalog.app
     applied = rebuild(app.recorder, app.mapper, "rebuilt_")
     assert applied > 20
     assert differences(app.recorder, "rebuilt_") == []

@@ -31,7 +31,7 @@ def test_pages_cover_the_whole_log_in_order(api: Api) -> None:
         after = page["next-after"]
     assert seen == sorted(seen) and seen[-1] == head
     assert len(seen) == len(set(seen))
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     stored = recorder.select_notifications(start=0, limit=10_000, inclusive_of_start=False)
     assert seen == [n.id for n in stored], "every stored event, nothing else"
 

@@ -417,7 +417,7 @@ def test_the_log_rebuilds_functions_and_the_events_api_shows_them(api: Api) -> N
         api, "db", "f", **{"set-current-versions": [{"definition-id": "int", "version-id": 1}]}
     )
     drop_function(api, "db", "gone")
-    app = api.services.catalog
+    app = api.services.catalog.app
     assert rebuild(app.recorder, app.mapper, "rebuilt_") > 0
     assert differences(app.recorder, "rebuilt_") == []
     with app.recorder.datastore.transaction(commit=True) as cur:  # type: ignore[attr-defined]

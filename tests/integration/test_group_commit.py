@@ -17,7 +17,7 @@ from tests.support.commands import stale_project
 
 
 def test_a_conflicting_save_in_a_batch_fails_alone(api: Api) -> None:
-    app = api.services.catalog
+    app = api.services.catalog.app
     pid, stale = stale_project(app, "fresh")  # `stale` is one version behind
     stale.rename("stale", actor="t", request_id="r")
     other = Project.create(project_id=uuid4(), name="other", actor="t", request_id="r")
@@ -38,7 +38,7 @@ def test_a_conflicting_save_in_a_batch_fails_alone(api: Api) -> None:
 
 
 def test_a_batch_lands_in_one_transaction_with_positions_in_order(api: Api) -> None:
-    app = api.services.catalog
+    app = api.services.catalog.app
     projects = [
         Project.create(project_id=uuid4(), name=f"p{i}", actor="t", request_id="r")
         for i in range(5)
@@ -52,14 +52,14 @@ def test_a_batch_lands_in_one_transaction_with_positions_in_order(api: Api) -> N
 
 def test_a_lone_conflicting_save_raises_concurrent_change(api: Api) -> None:
     project = Project.create(project_id=uuid4(), name="x", actor="t", request_id="r")
-    assert api.services.catalog.save_all(project) > 0
+    assert api.services.catalog.app.save_all(project) > 0
     with pytest.raises(ConcurrentChange):
         again = Project.create(project_id=project.id, name="x", actor="t", request_id="r")
-        api.services.catalog.save_all(again)
+        api.services.catalog.app.save_all(again)
 
 
 def test_saves_racing_on_one_version_in_a_batch_fail_without_sinking_the_batch(api: Api) -> None:
-    app = api.services.catalog
+    app = api.services.catalog.app
     pid = uuid4()
     app.save_all(Project.create(project_id=pid, name="p", actor="t", request_id="r"))
     racers: list[Project] = [app.repository.get(pid) for _ in range(3)]
@@ -77,7 +77,7 @@ def test_saves_racing_on_one_version_in_a_batch_fail_without_sinking_the_batch(a
 def test_the_after_append_observer_sees_each_append_before_its_callers_return(api: Api) -> None:
     """The hook tests use to die between an append and its answer (tests/support/
     dying_server.py); a failing observer never fails a save that landed."""
-    app = api.services.catalog
+    app = api.services.catalog.app
     seen: list[list[str]] = []
 
     def observe(events: Any) -> None:
@@ -100,15 +100,16 @@ def test_the_after_append_observer_sees_each_append_before_its_callers_return(ap
 def _stage_commit(api: Api, name: str, key: str) -> tuple[Any, _Save]:
     """A set-properties commit of table db.<name>, staged as the command layer would:
     the aggregate with its pending event and the hinted document."""
-    app = api.services.catalog
+    catalog = api.services.catalog
+    app = catalog.app
     wid = api.services.warehouse_for_prefix(api.prefix)
-    table = app.get_table(wid, TabularName(NamespaceName(("db",)), name))
-    staged = app._stage_commit(
+    table = catalog.tables.get_table(wid, TabularName(NamespaceName(("db",)), name))
+    staged = catalog.tables._stage_commit(
         RequestContext(actor="t", request_id="r"),
         wid,
-        table,
         [],
         [{"action": "set-properties", "updates": {key: "v"}}],
+        table,
         app.file_io(app.storage_profile(wid)),
         may_cover_files=True,
     )
@@ -121,7 +122,7 @@ def test_plain_commits_land_by_one_statement_with_their_read_model_rows(
     pg_api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api = pg_api
-    recorder: Any = api.services.catalog.recorder
+    recorder: Any = api.services.catalog.app.recorder
     calls: list[int] = []
     original = recorder._insert_rows
 
@@ -134,7 +135,7 @@ def test_plain_commits_land_by_one_statement_with_their_read_model_rows(
         create_table(api, "db", name)
     monkeypatch.setattr(recorder, "_insert_rows", counted)
     items = [_stage_commit(api, name, f"k-{name}")[1] for name in ("a", "b", "c")]
-    app = api.services.catalog
+    app = api.services.catalog.app
     app._committer._commit(items)
     assert calls == [3], "one statement for the whole batch"
     assert all(item.error is None for item in items)
@@ -162,11 +163,11 @@ def test_a_stale_plain_commit_changes_neither_log_nor_read_model(pg_api: Api) ->
     assert winner.status_code == 200, winner.text
     before = api.position()
     _, bystander = _stage_commit(api, "bystander", "b")
-    api.services.catalog._committer._commit([stale, bystander])
+    api.services.catalog.app._committer._commit([stale, bystander])
     assert isinstance(stale.error, ConcurrentChange)
     assert bystander.error is None and bystander.position > before
     loaded = api.get("/namespaces/db/tables/t").json()
     assert loaded["metadata-location"] == winner.json()["metadata-location"]
     assert "stale" not in loaded["metadata"]["properties"]
-    history = api.services.catalog.recorder.select_events(stale_table.id)
+    history = api.services.catalog.app.recorder.select_events(stale_table.id)
     assert len(history) == stale_table.version, "the stale event was not stored"

@@ -70,7 +70,7 @@ def test_the_limit_is_a_setting_and_counts_streamed_bodies(limited: Services) ->
     with TestClient(app, raise_server_exceptions=False) as client:
         base = f"/catalog/v1/{_prefix(client)}/namespaces"
         assert client.post(base, json={"namespace": ["lim"]}).status_code == 200
-        head = limited.catalog.recorder.max_notification_id()
+        head = limited.catalog.app.recorder.max_notification_id()
         pad = {"name": "t", "schema": SCHEMA, "properties": {"pad": "x" * (MIB + 10)}}
         over = client.post(f"{base}/lim/tables", json=pad)
         assert_iceberg_error(over, 413, "PayloadTooLargeException")
@@ -86,7 +86,7 @@ def test_the_limit_is_a_setting_and_counts_streamed_bodies(limited: Services) ->
             f"{base}/lim/tables", content=chunks(), headers={"content-type": "application/json"}
         )
         assert_iceberg_error(streamed, 413, "PayloadTooLargeException")
-        assert limited.catalog.recorder.max_notification_id() == head
+        assert limited.catalog.app.recorder.max_notification_id() == head
         under = {"name": "t", "schema": SCHEMA, "properties": {"pad": "x" * (MIB - 4096)}}
         assert client.post(f"{base}/lim/tables", json=under).status_code == 200
 
@@ -125,13 +125,13 @@ def test_a_slow_commit_is_answered_504_and_still_lands(
         catalog_path, _ = with_table_t(client, "slow")
         base = f"{catalog_path}/namespaces"
         catalog = limited.catalog
-        save_all = catalog.save_all
+        save_all = catalog.app.save_all
 
         def stuck_save(*aggregates: Any, **kwargs: Any) -> int:
             time.sleep(1.5)  # e.g. waiting for a lock another transaction holds
             return save_all(*aggregates, **kwargs)
 
-        monkeypatch.setattr(catalog, "save_all", stuck_save)
+        monkeypatch.setattr(catalog.app, "save_all", stuck_save)
         commit = {"updates": [{"action": "set-properties", "updates": {"late": "yes"}}]}
         started = time.monotonic()
         response = client.post(f"{base}/slow/tables/t", json=commit, headers={"X-Request-ID": "s1"})
@@ -139,7 +139,7 @@ def test_a_slow_commit_is_answered_504_and_still_lands(
         assert_iceberg_error(response, 504, "CommitStateUnknownException")
         assert response.headers["x-request-id"] == "s1"
         assert 0.45 <= answered_after < 1.4  # answered at the timeout, not when the save ended
-        monkeypatch.setattr(catalog, "save_all", save_all)
+        monkeypatch.setattr(catalog.app, "save_all", save_all)
         # The handler ran on: the commit is applied whole (the client reloads to learn it).
         deadline = time.monotonic() + 10
         properties: dict[str, str] = {}

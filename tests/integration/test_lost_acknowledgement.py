@@ -15,7 +15,7 @@ from tests.integration.conftest import Api, create_table
 
 def lose_first_acknowledgement(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     catalog = api.services.catalog
-    original = catalog.save_all
+    original = catalog.app.save_all
     lost: list[int] = []
 
     def save_all(*aggregates: Any, hints: dict[str, bytes] | None = None) -> int:
@@ -25,7 +25,7 @@ def lose_first_acknowledgement(api: Api, monkeypatch: pytest.MonkeyPatch) -> lis
             raise ConcurrentChange("the append's acknowledgement was lost")
         return position
 
-    monkeypatch.setattr(catalog, "save_all", save_all)
+    monkeypatch.setattr(catalog.app, "save_all", save_all)
     return lost
 
 
@@ -95,4 +95,6 @@ def test_a_transaction_that_landed_is_acknowledged(
 
 def _file_io(api: Api) -> FileIO:
     catalog = api.services.catalog
-    return catalog.file_io(catalog.storage_profile(api.services.warehouse_for_prefix(api.prefix)))
+    return catalog.app.file_io(
+        catalog.app.storage_profile(api.services.warehouse_for_prefix(api.prefix))
+    )

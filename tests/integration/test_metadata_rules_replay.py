@@ -11,7 +11,7 @@ from uuid import UUID
 
 import orjson
 
-from icelog.commands.base import now_ms
+from icelog.commands.application import now_ms
 from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.metadata_rules import CURRENT, LEGACY, applying
 from icelog.domain.table import Table
@@ -59,9 +59,9 @@ def legacy_commit(api: Api, name: str) -> tuple[Table, dict[str, Any]]:
     document built under those rules, and its metadata file."""
     catalog = api.services.catalog
     wid = api.services.warehouse_for_prefix(api.prefix)
-    table = catalog.get_table(wid, TabularName(NamespaceName(("db",)), name))
-    file_io = catalog.file_io(catalog.storage_profile(wid))
-    base = catalog.load_metadata(table.metadata_location, file_io)
+    table = catalog.tables.get_table(wid, TabularName(NamespaceName(("db",)), name))
+    file_io = catalog.app.file_io(catalog.app.storage_profile(wid))
+    base = catalog.app.load_metadata(table.metadata_location, file_io)
     applied = now_ms()
     with applying(LEGACY):
         document = apply_updates(
@@ -81,7 +81,7 @@ def legacy_commit(api: Api, name: str) -> tuple[Table, dict[str, Any]]:
         actor="test",
         request_id="legacy",
     )
-    catalog.save_all(table, hints={location: data})
+    catalog.app.save_all(table, hints={location: data})
     return table, document
 
 
@@ -124,7 +124,7 @@ def test_events_written_before_the_rules_field_are_upcast_to_rules_1(api: Api) -
     assert committed.status_code == 200
     catalog = api.services.catalog
     table_id = UUID(committed.json()["metadata"]["table-uuid"])
-    stored = catalog.recorder.select_events(table_id)[-1]
+    stored = catalog.app.recorder.select_events(table_id)[-1]
     state = json.loads(stored.state)
     assert state["rules"] == CURRENT and state["class_version"] == 2
     del state["rules"], state["class_version"]  # as the previous release wrote it
@@ -134,5 +134,5 @@ def test_events_written_before_the_rules_field_are_upcast_to_rules_1(api: Api) -
         topic=stored.topic,
         state=json.dumps(state).encode(),
     )
-    event = catalog.mapper.to_domain_event(old)
+    event = catalog.app.mapper.to_domain_event(old)
     assert isinstance(event, Table.Committed) and event.rules == LEGACY

@@ -20,8 +20,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from icelog.api.app import create_app
-from icelog.api.services import Services, icelog_version, open_catalog
-from icelog.commands.catalog import Catalog
+from icelog.api.services import Services, icelog_version, open_application
+from icelog.commands.application import CatalogApplication
 from icelog.commands.users import UserFacts
 from icelog.domain.context import SYSTEM
 from icelog.domain.identifiers import NamespaceName, namespace_id
@@ -228,7 +228,7 @@ def test_a_database_from_before_versions_were_recorded_is_adopted(db: Db) -> Non
     services = db.build()
     try:
         services.ensure_defaults()
-        events = int(services.catalog.recorder.max_notification_id() or 0)
+        events = int(services.catalog.app.recorder.max_notification_id() or 0)
     finally:
         services.close()
     db.sql("DROP TABLE icelog_schema_version")  # the schema the previous releases made
@@ -249,14 +249,14 @@ def _max_position(db: Db) -> str:
 
 def _status(db: Db) -> migrations.Status:
     with pytest.raises(migrations.SchemaOutdatedError):
-        open_catalog(make_settings(db.tmp_path, db.url), upgrade_schema=False)
-    catalog = Catalog(
+        open_application(make_settings(db.tmp_path, db.url), upgrade_schema=False)
+    app = CatalogApplication(
         env=make_settings(db.tmp_path, db.url).eventsourcing_env() | {"CREATE_TABLE": "n"}
     )
     try:
-        return migrations.status(migrations.recorders_of(catalog))
+        return migrations.status(migrations.recorders_of(app))
     finally:
-        catalog.close()
+        app.close()
 
 
 def test_a_schema_from_a_newer_icelog_is_refused_by_serve_and_migrate(db: Db) -> None:
@@ -360,15 +360,17 @@ def test_step_17_ends_the_grants_of_objects_that_are_gone(db: Db) -> None:
         services.ensure_defaults()
         catalog = services.catalog
         warehouse = UUID(services.default_warehouse_id())
-        catalog.create_namespace(SYSTEM, warehouse, NamespaceName(("kept",)), {})
-        catalog.create_namespace(SYSTEM, warehouse, NamespaceName(("again",)), {})
+        catalog.namespaces.create_namespace(SYSTEM, warehouse, NamespaceName(("kept",)), {})
+        catalog.namespaces.create_namespace(SYSTEM, warehouse, NamespaceName(("again",)), {})
         for who in ("gone", "back", "stays"):
             facts = UserFacts(user_id=f"oidc~{who}", name=who, email=None, user_type="human")
-            catalog.provision_user(SYSTEM, facts, how="token")
-        catalog.delete_user(SYSTEM, "oidc~gone")
-        catalog.delete_user(SYSTEM, "oidc~back")
+            catalog.access.provision_user(SYSTEM, facts, how="token")
+        catalog.access.delete_user(SYSTEM, "oidc~gone")
+        catalog.access.delete_user(SYSTEM, "oidc~back")
         later = "9999-01-01T00:00:00+00:00"
-        catalog.provision_user(SYSTEM, UserFacts("oidc~back", "b", None, "human"), how="token")
+        catalog.access.provision_user(
+            SYSTEM, UserFacts("oidc~back", "b", None, "human"), how="token"
+        )
         kept = str(namespace_id(warehouse, NamespaceName(("kept",))))
         again = str(namespace_id(warehouse, NamespaceName(("again",))))
         dropped = str(namespace_id(warehouse, NamespaceName(("dropped",))))

@@ -23,12 +23,12 @@ from tests.integration.conftest import SCHEMA, Api, create_table, replica_settin
 def count_conflicts(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Appends that lost to a newer version and were retried, as they happen."""
     seen: list[int] = []
-    monkeypatch.setattr(api.services.catalog, "on_commit_conflict", lambda: seen.append(1))
+    monkeypatch.setattr(api.services.catalog.app, "on_commit_conflict", lambda: seen.append(1))
     return seen
 
 
 def topics_after(api: Api, head: int) -> list[str]:
-    found = api.services.catalog.recorder.select_notifications(
+    found = api.services.catalog.app.recorder.select_notifications(
         start=head, limit=1000, inclusive_of_start=False
     )
     return [n.topic for n in found]
@@ -61,7 +61,7 @@ def test_creates_land_whatever_another_replica_did_to_the_namespace_unless_it_dr
     assert made.status_code == 200, made.text
     props = replica.post(f"{base}/properties", json={"updates": {"owner": "x"}})
     assert props.status_code == 200, props.text
-    head = api.services.catalog.recorder.max_notification_id() or 0
+    head = api.services.catalog.app.recorder.max_notification_id() or 0
     create_table(api, "db", "d")
     assert not seen, "nothing on the namespace to conflict on"
     assert not any("namespace" in t for t in topics_after(api, head)), "nothing written to it"
@@ -74,7 +74,7 @@ def test_creates_land_whatever_another_replica_did_to_the_namespace_unless_it_dr
         assert replica.delete(f"{base}/tables/{name}").status_code == 204
     assert replica.delete(base).status_code == 204
     files = metadata_files(api)
-    head = api.services.catalog.recorder.max_notification_id() or 0
+    head = api.services.catalog.app.recorder.max_notification_id() or 0
     refused = api.post("/namespaces/db/tables", {"name": "e", "schema": SCHEMA})
     assert refused.status_code == 404, refused.text
     assert len(seen) == 1, "the stale attempt failed in the append"
@@ -95,10 +95,10 @@ def test_a_drop_that_passed_its_own_check_fails_in_the_append_when_the_namespace
 
     def drop_unchecked(levels: tuple[str, ...]) -> None:
         """What a drop racing a create does: its own check saw the namespace empty."""
-        ns = catalog.get_or_none(namespace_id(wid, NamespaceName(levels)), Namespace)
+        ns = catalog.app.get_or_none(namespace_id(wid, NamespaceName(levels)), Namespace)
         assert ns is not None
         ns.drop(actor="test", request_id="test")
-        catalog.save_all(ns)
+        catalog.app.save_all(ns)
 
     with pytest.raises(ConcurrentChange):
         drop_unchecked(("db",))  # holds a namespace
@@ -129,7 +129,7 @@ def test_a_taken_name_is_refused_without_a_failed_append(
     api.post("/namespaces", {"namespace": ["db"]})
     create_table(api, "db", "a")
     seen = count_conflicts(api, monkeypatch)
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     head = recorder.max_notification_id() or 0
     taken = api.post("/namespaces/db/tables", {"name": "a", "schema": SCHEMA})
     assert taken.status_code == 409, taken.text
@@ -170,7 +170,7 @@ def test_a_create_in_a_warehouse_deleted_on_another_replica_is_refused_by_the_ap
     gone = replica.delete(f"/management/v1/warehouse/{wid}")
     assert gone.status_code in (200, 204), gone.text
     files = set(root.rglob("*.metadata.json"))
-    head = api.services.catalog.recorder.max_notification_id() or 0
+    head = api.services.catalog.app.recorder.max_notification_id() or 0
     refused = api.client.post(f"{base}/tables", json={"name": "b", "schema": SCHEMA})
     assert refused.status_code == 404, refused.text
     assert len(seen) == 1, "the first attempt used what it knew, and failed in the append"

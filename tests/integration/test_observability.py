@@ -117,7 +117,7 @@ def test_a_409_commit_failure_counts_as_a_rejected_conflict(api: Api) -> None:
 def test_a_server_side_retry_counts_as_a_retried_conflict(api: Api) -> None:
     """A save on a stale aggregate loses to the writer before it; `retrying` reloads and
     lands the second attempt. The hook counts the lost attempt."""
-    app = api.services.catalog
+    app = api.services.catalog.app
     pid, stale = stale_project(app, "first")
     attempts: list[int] = []
 
@@ -187,10 +187,10 @@ def test_projection_lag_follows_the_log(api: Api) -> None:
     head = sample(text, "icelog_log_head_position")
     assert head == api.position() > 0
     # The audit chainer does not run in tests: the chain is behind by what it has not chained.
-    chained = AuditChain(api.services.catalog.recorder).head()[0]
+    chained = AuditChain(api.services.catalog.app.recorder).head()[0]
     lag = "icelog_projection_lag_events"
     assert sample(text, lag, projection="audit_chain") == head - chained > 0
-    AuditChain(api.services.catalog.recorder).extend()
+    AuditChain(api.services.catalog.app.recorder).extend()
     # Reading the event log catches the event index up.
     assert api.client.get("/management/v1/events").status_code == 200
     text = scrape(api)
@@ -306,7 +306,7 @@ def test_json_logs_carry_request_ids_and_no_secrets(
     def boom(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("internal detail")
 
-    monkeypatch.setattr(api.services.catalog, "create_namespace", boom)
+    monkeypatch.setattr(api.services.catalog.namespaces, "create_namespace", boom)
     failed = api.post("/namespaces", {"namespace": ["x"]}, headers={"X-Request-ID": "req-json-3"})
     assert failed.status_code == 500 and failed.headers["x-request-id"] == "req-json-3"
     assert failed.json()["error"]["code"] == 500

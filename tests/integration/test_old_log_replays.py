@@ -101,7 +101,7 @@ def test_every_aggregate_of_an_earlier_release_loads_as_its_events_say(
     assert len(stored) > 50
     settings = Settings.from_env(old_store)
     with serving(settings) as (services, client):
-        app = services.catalog
+        app = services.catalog.app
         snapshotted = 0
         for aggregate_id, version in stored:
             loaded: Any = app.repository.get(aggregate_id)

@@ -52,7 +52,7 @@ class Catalog:
     def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         if self.backend == "postgres":
             statement = statement.replace("?", "%s")
-        with write_transaction(self.services.catalog.recorder.datastore) as cur:  # type: ignore[attr-defined]
+        with write_transaction(self.services.catalog.app.recorder.datastore) as cur:  # type: ignore[attr-defined]
             cur.execute(statement, params)
             return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
@@ -61,7 +61,7 @@ class Catalog:
         return f"t{(self.commits - 1) % TABLES}", str(self.commits - 1)
 
     def head(self) -> int:
-        return int(self.services.catalog.recorder.max_notification_id() or 0)
+        return int(self.services.catalog.app.recorder.max_notification_id() or 0)
 
     def commit(self, count: int = 1) -> None:
         """`count` set-properties commits, round robin over the tables, in one transaction."""
@@ -72,7 +72,7 @@ class Catalog:
             updates = [{"action": "set-properties", "updates": {"n": str(self.commits)}}]
             changes.append((name, [], updates))
             self.commits += 1
-        self.services.catalog.commit_transaction(CTX, wid, changes)
+        self.services.catalog.tables.commit_transaction(CTX, wid, changes)
 
     def load(self, name: str) -> dict[str, Any]:
         response = self.client.get(f"{self.base}/namespaces/bench/tables/{name}")
@@ -81,7 +81,7 @@ class Catalog:
         return body
 
     def verify(self) -> maintenance.VerifyResult:
-        app = self.services.catalog
+        app = self.services.catalog.app
         return maintenance.verify(app.recorder, app.mapper)
 
     def indexes(self, table: str) -> set[str]:
@@ -103,7 +103,7 @@ def _fill(catalog: Catalog) -> None:
     """The log through the commands (no HTTP), ~40 commits per append transaction."""
     catalog.services.ensure_defaults()
     wid = catalog.services.warehouse_for_prefix(None)
-    catalog.services.catalog.create_namespace(CTX, wid, NamespaceName(("bench",)), {})
+    catalog.services.catalog.namespaces.create_namespace(CTX, wid, NamespaceName(("bench",)), {})
     for i in range(TABLES):
         name = TabularName(NamespaceName(("bench",)), f"t{i}")
         create_plain_table(catalog.services.catalog, CTX, wid, name, SCHEMA)
@@ -203,7 +203,7 @@ def test_verify_finds_a_corrupted_row_and_rebuild_repairs_it_in_place(catalog: C
 
 
 def test_the_swapped_tables_keep_their_indexes_under_the_live_names(catalog: Catalog) -> None:
-    app = catalog.services.catalog
+    app = catalog.services.catalog.app
     maintenance.rebuild_and_swap(app.recorder, app.mapper)
     if catalog.backend == "postgres":
         expected = {*LIVE_INDEXES, "icelog_tabulars_pkey"}
@@ -229,7 +229,7 @@ def test_the_swapped_tables_keep_their_indexes_under_the_live_names(catalog: Cat
 
 
 def test_appends_during_a_rebuild_land_in_the_swapped_tables(catalog: Catalog) -> None:
-    app = catalog.services.catalog
+    app = catalog.services.catalog.app
     stages: list[str] = []
 
     def progress(stage: str, applied: int, total: int) -> None:
@@ -247,7 +247,7 @@ def test_appends_during_a_rebuild_land_in_the_swapped_tables(catalog: Catalog) -
 
 
 def test_verify_compares_one_snapshot_while_the_catalog_is_written(catalog: Catalog) -> None:
-    app = catalog.services.catalog
+    app = catalog.services.catalog.app
     head = catalog.head()
     appended: list[int] = []
 
@@ -262,7 +262,7 @@ def test_verify_compares_one_snapshot_while_the_catalog_is_written(catalog: Cata
 
 
 def test_a_second_rebuild_at_the_same_time_is_refused(catalog: Catalog) -> None:
-    app = catalog.services.catalog
+    app = catalog.services.catalog.app
     refused: list[str] = []
 
     def progress(stage: str, applied: int, total: int) -> None:
@@ -333,7 +333,7 @@ def test_every_kind_of_event_folds_the_same_in_a_swap(
     assert undone.status_code == 204
     _set(api, "s1_back", back="yes")
     assert api.run_tasks() == 2
-    app = api.services.catalog
+    app = api.services.catalog.app
     assert maintenance.verify(app.recorder, app.mapper).differences == []
     maintenance.rebuild_and_swap(app.recorder, app.mapper)
     assert maintenance.verify(app.recorder, app.mapper).differences == []
@@ -355,7 +355,7 @@ def test_every_kind_of_event_folds_the_same_in_a_swap(
 
 def test_coordination_tables_are_never_touched(api: Api) -> None:
     """Task leases and relay positions are not projections of the log."""
-    app = api.services.catalog
+    app = api.services.catalog.app
     datastore = app.recorder.datastore  # type: ignore[attr-defined]
     with write_transaction(datastore) as cur:
         cur.execute("INSERT INTO icelog_task_leases VALUES ('task', 'worker', 1)")
@@ -374,7 +374,7 @@ def test_a_swap_that_cannot_get_its_locks_gives_up_and_changes_nothing(tmp_path:
         services = Services.build(make_settings(tmp_path, url))
         try:
             services.ensure_defaults()
-            app = services.catalog
+            app = services.catalog.app
             before = int(app.recorder.max_notification_id() or 0)
             with psycopg.connect(url) as reader:
                 # An open transaction that has read a live table holds it (ACCESS SHARE).
@@ -386,7 +386,7 @@ def test_a_swap_that_cannot_get_its_locks_gives_up_and_changes_nothing(tmp_path:
                     )
                 assert time.monotonic() - started < 10
                 # Appends were held back only while the swap waited: they go on now.
-                services.catalog.create_project(SYSTEM, "after", uuid4())
+                services.catalog.management.create_project(SYSTEM, "after", uuid4())
             datastore = app.recorder.datastore  # type: ignore[attr-defined]
             with write_transaction(datastore) as cur:
                 cur.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'rebuild%'")

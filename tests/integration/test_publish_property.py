@@ -148,7 +148,7 @@ class Catalog:
         if lose_acks:
             relay.sink = LosesAcks(relay.sink)
         relay.batch_size = batch_size
-        head = int(self.services.catalog.recorder.max_notification_id() or 0)
+        head = int(self.services.catalog.app.recorder.max_notification_id() or 0)
 
         async def run() -> None:
             stop = asyncio.Event()
@@ -168,7 +168,7 @@ class Catalog:
         asyncio.run(run())
 
     def log(self) -> list[tuple[int, str, str]]:
-        recorder = self.services.catalog.recorder
+        recorder = self.services.catalog.app.recorder
         found = recorder.select_notifications(start=0, limit=100_000, inclusive_of_start=False)
         return [
             (n.id, "io." + n.topic, cloud_event_id(n.originator_id, n.originator_version))  # type: ignore[arg-type]

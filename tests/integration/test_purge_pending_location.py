@@ -96,12 +96,12 @@ def test_register_and_create_at_a_location_whose_purge_is_open_are_refused(api: 
     # A worker has started the purge (running, deleting): still taken.
     catalog = api.services.catalog
     [task] = purge_tasks(api)
-    assert catalog.start_task(UUID(task["task-id"]), "w1") is not None
+    assert catalog.tasks.start_task(UUID(task["task-id"]), "w1") is not None
     assert purge_tasks(api)[0]["status"] == "running"
     assert_taken(
         api.post("/namespaces/db/register", {"name": "back", "metadata-location": copy}),
     )
-    assert catalog.run_task(UUID(task["task-id"]), "w1", lambda: True) == "succeeded"
+    assert catalog.tasks.run_task(UUID(task["task-id"]), "w1", lambda: True) == "succeeded"
     assert not local(location).joinpath("metadata").exists() or not any(
         local(location).joinpath("metadata").iterdir()
     ), "the purge deleted the table's files"
@@ -134,10 +134,10 @@ def test_another_replica_refuses_too(api: Api, replica: TestClient) -> None:
 def test_a_failed_purge_frees_the_location(api: Api) -> None:
     """A purge that has given up deletes nothing more: its location can be used."""
     catalog = api.services.catalog
-    catalog.task_max_attempts = 1
+    catalog.lifecycle.task_max_attempts = 1
     _, copy, metadata_location = dropped_with_pending_purge(api)
     local(metadata_location).write_bytes(b"not json")  # the purge cannot read what to delete
-    catalog.metadata_cache = type(catalog.metadata_cache)()
+    catalog.app.metadata_cache = type(catalog.app.metadata_cache)()
     assert api.run_tasks() == 1
     assert purge_tasks(api)[0]["status"] == "failed"
     back = api.post("/namespaces/db/register", {"name": "back", "metadata-location": copy})

@@ -243,7 +243,7 @@ def test_a_project_with_roles_cannot_be_deleted(authed: Authed, people: People) 
 def _same_after_rebuild(authed: Authed) -> None:
     """The log folds to the same grants: none of an object or principal that is gone, in
     the rebuilt read model and in the as-of history."""
-    app = authed.services.catalog
+    app = authed.services.catalog.app
     rebuild(app.recorder, app.mapper, "rebuilt_")
     assert differences(app.recorder, "rebuilt_") == []
     gone = _dangling("rebuilt_")
@@ -287,17 +287,17 @@ def test_a_grant_racing_the_drop_of_its_object_is_refused_in_the_append(
     assert alice("DELETE", f"/catalog/v1/{prefix}/namespaces/racy").status_code == 204
     catalog = authed.services.catalog
     checks: list[ObjectRef] = []
-    real = catalog._require_object
+    real = catalog.access._require_object
 
     def stale_first(obj: ObjectRef) -> None:
         checks.append(obj)
         if len(checks) > 1:  # the first check saw the namespace before its drop
             real(obj)
 
-    monkeypatch.setattr(catalog, "_require_object", stale_first)
+    monkeypatch.setattr(catalog.access, "_require_object", stale_first)
     ctx = RequestContext(actor=alice.id, request_id="race")
     with pytest.raises(NotFoundError):
-        catalog.change_grants(
+        catalog.access.change_grants(
             ctx, ObjectRef("namespace", nid), writes=[("select", PrincipalRef("user", bob.id))],
             deletes=[],
         )  # fmt: skip

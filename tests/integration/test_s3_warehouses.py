@@ -272,7 +272,7 @@ def test_credential_and_profile_updates(api: Api, s3: S3) -> None:
     assert second["credential-id"] != first["credential-id"]
     # The replaced credential stays readable while other replicas may still use their
     # cached profile, then it is deleted, not kept around encrypted.
-    secrets = api.services.catalog.secrets
+    secrets = api.services.catalog.app.secrets
     assert secrets is not None
     assert secrets.get(UUID(first["credential-id"])) is not None
     later = int(time.time() * 1000) + int(CREDENTIAL_GRACE_S * 1000) + 1

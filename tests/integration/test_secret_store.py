@@ -20,13 +20,13 @@ def new_key() -> bytes:
 
 
 def store(api: Api, key: bytes, *old: bytes) -> SecretStore:
-    found = SecretStore(api.services.catalog.recorder.datastore, key, old)  # type: ignore[attr-defined]
+    found = SecretStore(api.services.catalog.app.recorder.datastore, key, old)  # type: ignore[attr-defined]
     found.ensure_schema()
     return found
 
 
 def raw_rows(api: Api) -> list[Any]:
-    datastore = api.services.catalog.recorder.datastore  # type: ignore[attr-defined]
+    datastore = api.services.catalog.app.recorder.datastore  # type: ignore[attr-defined]
     with write_transaction(datastore) as cur:
         cur.execute("SELECT id, key_id, nonce, sealed FROM icelog_secrets")
         return [tuple(r) for r in cur.fetchall()]
@@ -55,7 +55,7 @@ def test_wrong_key_altered_value_and_rotation(api: Api) -> None:
     [(row_id, _kid, _nonce, sealed)] = raw_rows(api)
     flipped = bytearray(base64.b64decode(sealed))
     flipped[0] ^= 1
-    datastore = api.services.catalog.recorder.datastore  # type: ignore[attr-defined]
+    datastore = api.services.catalog.app.recorder.datastore  # type: ignore[attr-defined]
     with write_transaction(datastore) as cur:
         marker = "%s" if api.services.settings.backend == "postgres" else "?"
         cur.execute(

@@ -36,7 +36,7 @@ def test_rotate_reencrypts_under_the_new_key(backend: str, tmp_path: Path) -> No
         services = Services.build(Settings.from_env({**env, "ICELOG_SECRETS_KEY": OLD}))
         try:
             services.ensure_defaults()
-            wid = services.catalog.create_warehouse(
+            wid = services.catalog.management.create_warehouse(
                 SYSTEM,
                 project_id=NIL_UUID,
                 name="lake",
@@ -45,7 +45,7 @@ def test_rotate_reencrypts_under_the_new_key(backend: str, tmp_path: Path) -> No
                 check_access=False,
             )
             credential_id = UUID(
-                services.catalog.get_warehouse(wid).storage_profile["credential-id"]
+                services.catalog.management.get_warehouse(wid).storage_profile["credential-id"]
             )
         finally:
             services.close()
@@ -65,8 +65,8 @@ def test_rotate_reencrypts_under_the_new_key(backend: str, tmp_path: Path) -> No
 
         services = Services.build(Settings.from_env({**env, "ICELOG_SECRETS_KEY": NEW}))
         try:
-            assert services.catalog.secrets is not None
-            assert services.catalog.secrets.get(credential_id) == CREDENTIAL
+            assert services.catalog.app.secrets is not None
+            assert services.catalog.app.secrets.get(credential_id) == CREDENTIAL
         finally:
             services.close()
     finally:

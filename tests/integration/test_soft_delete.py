@@ -16,7 +16,7 @@ ROOT = "/management/v1"
 
 
 def topics_since(api: Api, position: int) -> list[str]:
-    recorder = api.services.catalog.recorder
+    recorder = api.services.catalog.app.recorder
     found = recorder.select_notifications(start=position, limit=10_000, inclusive_of_start=False)
     return [n.topic for n in found]
 
@@ -239,13 +239,13 @@ def test_hard_drop_purges_in_a_task_and_blocks_warehouse_delete_until_done(api: 
 
 def test_failed_attempts_are_retried_then_given_up_each_an_event(api: Api) -> None:
     catalog = api.services.catalog
-    catalog.task_max_attempts = 2
-    catalog.task_backoff_ms = 0
+    catalog.lifecycle.task_max_attempts = 2
+    catalog.tasks.task_backoff_ms = 0
     api.post("/namespaces", {"namespace": ["db"]})
     created = create_table(api, "db", "t")
     metadata_file = local(created["metadata-location"])
     metadata_file.write_bytes(b"not json")  # the purge cannot read what to delete
-    catalog.metadata_cache = type(catalog.metadata_cache)()
+    catalog.app.metadata_cache = type(catalog.app.metadata_cache)()
     assert drop_purge(api, "db", "t").status_code == 204
     position = api.position()
     assert api.run_tasks() == 2
@@ -267,22 +267,22 @@ def test_an_expired_lease_is_taken_over_and_the_abandoned_attempt_recorded(api: 
     now = int(time.time() * 1000)
     [task_id] = leases.claim("w1", now_ms=now, lease_ms=60_000, limit=10)
     assert leases.claim("w2", now_ms=now, lease_ms=60_000, limit=10) == [], "held by w1"
-    assert api.services.catalog.start_task(UUID(task_id), "w1") is not None
+    assert api.services.catalog.tasks.start_task(UUID(task_id), "w1") is not None
     # w1 dies; once its lease has run out, w2 takes the task over.
     later = now + 61_000
     assert leases.claim("w2", now_ms=later, lease_ms=60_000, limit=10) == [task_id]
     assert leases.renew(task_id, "w1", until_ms=later + 1) is False, "w1 lost it"
     position = api.position()
-    task = api.services.catalog.start_task(UUID(task_id), "w2")
+    task = api.services.catalog.tasks.start_task(UUID(task_id), "w2")
     assert task is not None and task.attempt == 2
     assert topics_since(api, position) == [
         "icelog.task.attempt-abandoned.v1",
         "icelog.task.attempt-started.v1",
     ]
-    assert api.services.catalog.run_task(UUID(task_id), "w1", lambda: True) is None, (
+    assert api.services.catalog.tasks.run_task(UUID(task_id), "w1", lambda: True) is None, (
         "the old worker cannot record an outcome"
     )
-    assert api.services.catalog.run_task(UUID(task_id), "w2", lambda: True) == "succeeded"
+    assert api.services.catalog.tasks.run_task(UUID(task_id), "w2", lambda: True) == "succeeded"
 
 
 def test_views_soft_drop_and_expire(api: Api) -> None:

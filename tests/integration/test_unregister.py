@@ -33,7 +33,7 @@ def test_unregister_keeps_the_files_and_register_brings_the_table_back(api: Api)
     assert again.status_code == 200, again.text
     assert again.json()["metadata"]["current-snapshot-id"] == 5
 
-    topics = [e.topic for e in api.services.catalog.recorder.select_notifications(1, 10_000)]
+    topics = [e.topic for e in api.services.catalog.app.recorder.select_notifications(1, 10_000)]
     assert "icelog.table.unregistered.v1" in topics
     drops = [e for e in all_events(api) if e["operation"]["operation-type"] == "drop-table"]
     assert drops[-1]["operation"]["table-uuid"] == made["metadata"]["table-uuid"]

@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from icelog.api.services import Services
-from icelog.commands.catalog import Catalog
+from icelog.commands.catalog import Catalog, CatalogApplication
 from icelog.domain.context import RequestContext
 from icelog.domain.identifiers import NamespaceName, TabularName
 from icelog.domain.project import Project
@@ -28,7 +28,7 @@ def create_plain_table(
 ) -> Any:
     """A table with `schema` and nothing else: no partition spec, sort order, location or
     property, created at once (not staged)."""
-    return catalog.create_table(
+    return catalog.tables.create_table(
         ctx,
         warehouse_id,
         name,
@@ -47,14 +47,14 @@ def bench_tables(services: Services, count: int) -> tuple[RequestContext, UUID, 
     ctx = RequestContext("bench", "fill")
     wid = services.warehouse_for_prefix(None)
     namespace = NamespaceName(("bench",))
-    services.catalog.create_namespace(ctx, wid, namespace, {})
+    services.catalog.namespaces.create_namespace(ctx, wid, namespace, {})
     names = [TabularName(namespace, f"t{i}") for i in range(count)]
     for name in names:
         create_plain_table(services.catalog, ctx, wid, name, ONE_COLUMN)
     return ctx, wid, names
 
 
-def stale_project(app: Catalog, fresh_name: str) -> tuple[UUID, Project]:
+def stale_project(app: CatalogApplication, fresh_name: str) -> tuple[UUID, Project]:
     """A project saved, then renamed to `fresh_name` through a copy of its own: its id and
     a copy loaded before that rename, one version behind."""
     pid = uuid4()

@@ -424,17 +424,17 @@ def log_problems(services: Services) -> list[str]:
     would report (api/cli.py), after one chaining round as `icelog serve` makes them."""
     problems: list[str] = []
     Chainer(services).round(anchor=True)
-    chain = AuditChain(services.catalog.recorder)
+    chain = AuditChain(services.catalog.app.recorder)
     verdict = chain.verify()
     if verdict.broken_at is not None:
         problems.append(f"audit: broken link at position {verdict.broken_at}: {verdict.reason}")
     for position, link in recorded_heads(services):
         if position <= verdict.head_position and chain.link_at(position) != link:
             problems.append(f"audit: recorded head {position}:{link} no longer matches")
-    app = services.catalog
+    app = services.catalog.app
     result = maintenance.verify(app.recorder, app.mapper)
     problems += [f"projections: {line}" for line in result.differences[:20]]
-    for checked in services.catalog.verify_metadata():
+    for checked in services.catalog.audit.verify_metadata():
         if checked["status"] != "ok":
             problems.append(f"metadata: {checked}")
     return problems

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icelog.commands.base import MetadataCache
+from icelog.commands.application import MetadataCache
 
 
 def doc(n: int) -> dict[str, int]:

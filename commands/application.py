@@ -1,4 +1,7 @@
-"""The event-sourced application that every command runs in, and its shared helpers."""
+"""The event-sourced application every command group runs in: the event store, the
+repository, saving (group commit, retries, Idempotency-Key landing) and the metadata
+file I/O the groups share. The command groups (commands/catalog.py) hold one of these;
+none of them is a subclass of it."""
 
 from __future__ import annotations
 
@@ -136,8 +139,12 @@ def gunzip_bounded(data: bytes, limit: int) -> bytes:
     return out
 
 
-class CatalogBase(Application[UUID]):
+class CatalogApplication(Application[UUID]):
     """One application, one ordered stream: the whole catalog's history in one log."""
+
+    # The library names an application after its class unless told otherwise, and
+    # the name is stored format: it names the PostgreSQL tables (icelog_events, ...).
+    name = "icelog"
 
     snapshotting_intervals = {  # noqa: RUF012 - the library reads this class attribute
         Table: 100,
@@ -148,26 +155,33 @@ class CatalogBase(Application[UUID]):
         Project: 200,
     }
 
-    # Storage credentials (encrypted, outside the log); handed in by the composition root
-    # because commands/ cannot import projections/. None: only file warehouses work.
-    secrets: SecretVault | None = None
-    # What reading one file may cost (ICELOG_MAX_METADATA_FILE_MB); set from settings.
-    storage_limits: StorageLimits = StorageLimits()
-
     # Observability hooks, no-ops unless the composition root sets them (api/metrics.py):
-    # a server-side retry after a concurrent change; one append transaction (seconds, commands).
+    # a server-side retry after a concurrent change; one append transaction (seconds,
+    # commands). Nothing is checked through them, so a catalog without metrics is whole.
     on_commit_conflict: Callable[[], None] = staticmethod(lambda: None)
     on_append: Callable[[float, int], None] = staticmethod(lambda _seconds, _commands: None)
     # Told after an append whose events ended grants (an object or principal gone: domain/
     # ownership.py `grants_ended_by`), also when the append's outcome is unknown: the api
-    # layer's decision cache forgets them (a task's expiry runs outside any request).
+    # layer's decision cache forgets them (a task's expiry runs outside any request). A
+    # notification, not a check: without authentication there is no cache to tell.
     on_grants_ended: Callable[[list[GrantsEnded]], None] = staticmethod(lambda _ended: None)
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        secrets: SecretVault | None = None,
+        storage_limits: StorageLimits | None = None,
+    ) -> None:
+        """`secrets`: storage credentials (encrypted, outside the log), handed in by the
+        composition root because commands/ cannot import projections/; None: only file
+        warehouses work. `storage_limits`: what reading one file may cost (settings)."""
         super().__init__(env=env)
+        self.secrets = secrets
+        self.storage_limits = storage_limits or StorageLimits()
         self.metadata_cache = MetadataCache()
         self._storage_cache: dict[UUID, tuple[float, dict[str, Any]]] = {}
-        # A lambda, not the bound hook: the hook is set after construction.
+        # A lambda, not the bound hook: the hook may be set after construction.
         self._committer = GroupCommitter(self, on_append=lambda s, n: self.on_append(s, n))  # noqa: PLW0108
 
     def close(self) -> None:
@@ -217,6 +231,14 @@ class CatalogBase(Application[UUID]):
             return None
         return cached[1]
 
+    def forget_storage_profile(self, warehouse_id: UUID) -> None:
+        """This replica's cached profile of a warehouse whose storage just changed."""
+        self._storage_cache.pop(warehouse_id, None)
+
+    def metadata_document(self, warehouse_id: UUID, location: str) -> dict[str, Any]:
+        """A metadata document by location (immutable) in a warehouse's storage."""
+        return self.load_metadata(location, self.file_io(self.storage_profile(warehouse_id)))
+
     # -- loading -------------------------------------------------------------------------
     def get_or_none(self, aggregate_id: UUID, cls: type[A]) -> A | None:
         try:
@@ -249,7 +271,6 @@ class CatalogBase(Application[UUID]):
             self.on_grants_ended(ended)
 
     def _save(self, present: list[Aggregate], hints: dict[str, bytes] | None) -> int:
-        self.saving(present)
         held = held_claim()
         if held is None or held.landed or held.deferred or not present:
             return self._committer.save(present, hints or {})
@@ -262,10 +283,6 @@ class CatalogBase(Application[UUID]):
         position = self._committer.save(present, hints or {})
         held.landed = True
         return position
-
-    def saving(self, aggregates: list[Aggregate]) -> None:
-        """Told of every save before it is made: state a command keeps between requests
-        (optimistic first attempts) is dropped here for the aggregates about to change."""
 
     def _held_record(self, held: HeldClaim) -> IdempotencyRecord:
         """The key this request holds; IdempotentReplay when another request took it over."""
