@@ -250,11 +250,11 @@ def _tasks_and_keys(d: Driver) -> None:
     d.ok("DELETE", f"{d.cat}/namespaces/db/tables/doomed", params={"purgeRequested": "true"})
     now = int(time.time() * 1000)
     [task_id] = leases.claim("w1", now_ms=now, lease_ms=60_000, limit=10)
-    assert catalog.start_task(UUID(task_id), "w1") is not None
+    assert catalog.tasks.start_task(UUID(task_id), "w1") is not None
     later = now + 61_000
     assert leases.claim("w2", now_ms=later, lease_ms=60_000, limit=10) == [task_id]
-    assert catalog.start_task(UUID(task_id), "w2") is not None  # w1's attempt abandoned
-    catalog._record_failure(UUID(task_id), "w2", RuntimeError("storage unreachable"))
+    assert catalog.tasks.start_task(UUID(task_id), "w2") is not None  # w1's attempt abandoned
+    catalog.tasks._record_failure(UUID(task_id), "w2", RuntimeError("storage unreachable"))
     # Keys: a commit under a key (claimed, landed, completed), replayed.
     key = {"Idempotency-Key": str(uuid.uuid4())}
     d.ok("POST", f"{d.cat}/namespaces", {"namespace": ["keyed"]}, headers=key)
@@ -262,9 +262,11 @@ def _tasks_and_keys(d: Driver) -> None:
     ctx = RequestContext(actor=d.alice.id, request_id="test")
     claim = {"method": "POST", "path": "/x", "lease_ms": 60_000, "lifetime_ms": 60_000}
     other = str(uuid.uuid4())
-    assert catalog.claim_idempotency(ctx, key=other, token="a", **claim).claimed
-    catalog.release_idempotency(ctx, key=other, token="a")
-    assert catalog.claim_idempotency(ctx, key=other, token="b", **claim).claimed  # reclaimed
+    assert catalog.idempotency.claim_idempotency(ctx, key=other, token="a", **claim).claimed
+    catalog.idempotency.release_idempotency(ctx, key=other, token="a")
+    assert catalog.idempotency.claim_idempotency(
+        ctx, key=other, token="b", **claim
+    ).claimed  # reclaimed
     # What an older release wrote: an outcome recorded after the request, and again.
     old_key = str(uuid.uuid4())
     outcome = {
@@ -290,7 +292,7 @@ def _tasks_and_keys(d: Driver) -> None:
         request_id="test",
         **outcome,
     )
-    catalog.save(record)
+    catalog.app.save(record)
 
 
 def _no_longer_appended(d: Driver) -> None:
@@ -299,15 +301,15 @@ def _no_longer_appended(d: Driver) -> None:
     needs storage whose settings can change): appended as those releases did."""
     catalog: Any = d.authed.services.catalog
     actor = {"actor": d.alice.id, "request_id": "test"}
-    namespace = catalog.repository.get(UUID(d.namespace_id("db")))
+    namespace = catalog.app.repository.get(UUID(d.namespace_id("db")))
     child = uuid.uuid4()
     namespace.trigger_event(Namespace.ChildAdded, child_kind="table", child_id=child, **actor)
     namespace.trigger_event(Namespace.ChildRemoved, child_kind="table", child_id=child, **actor)
-    warehouse = catalog.repository.get(namespace.warehouse_id)
+    warehouse = catalog.app.repository.get(namespace.warehouse_id)
     warehouse.trigger_event(Warehouse.NamespaceAdded, namespace_id=child, **actor)
     warehouse.trigger_event(Warehouse.NamespaceRemoved, namespace_id=child, **actor)
     warehouse.change_storage_profile(dict(warehouse.storage_profile), **actor)
-    catalog.save_all(namespace, warehouse)
+    catalog.app.save_all(namespace, warehouse)
 
 
 def _leave_some(d: Driver) -> None:
@@ -350,7 +352,7 @@ def test_every_event_type_rebuilds_to_the_live_read_model(
     missing = every_event_topic() - covered
     assert not missing, f"event types no step here appends: {sorted(missing)}"
 
-    app = authed.services.catalog
+    app = authed.services.catalog.app
     rebuild(app.recorder, app.mapper, "rebuilt_")
     assert differences(app.recorder, "rebuilt_") == []
     # Not vacuous: every table of the read model has rows to compare.
