@@ -18,7 +18,7 @@ from eventsourcing.domain import Aggregate
 
 from icelog.commands.application import CatalogApplication, now_ms
 from icelog.commands.lookups import get_namespace, get_warehouse
-from icelog.commands.tabular import TabularCore, claim_name
+from icelog.commands.tabular import KINDS, TabularCore, claim_name
 from icelog.domain.claims import NameClaim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -107,7 +107,7 @@ class LifecycleCommands:
         return self.app.retrying(attempt)
 
     def tabular_protected(self, warehouse_id: UUID, name: TabularName, kind: str) -> bool:
-        found = self.core.find(kind, warehouse_id, name)
+        found = self.core.find(KINDS[kind], warehouse_id, name)
         return found is not None and found.is_protected
 
     # -- drop ------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ class LifecycleCommands:
 
         def attempt() -> int | None:
             warehouse = get_warehouse(self.app, warehouse_id)
-            table = self.core.get("table", warehouse_id, name)
+            table = self.core.get(Table, warehouse_id, name)
             ensure_unprotected(table.is_protected, f"Table {name.dotted}")
             return self._drop(ctx, warehouse, table, "table", name, purge=purge, final=final)
 
@@ -140,7 +140,7 @@ class LifecycleCommands:
         Returns that location."""
 
         def attempt() -> str:
-            table = self.core.get("table", warehouse_id, name)
+            table = self.core.get(Table, warehouse_id, name)
             assert isinstance(table, Table)
             ensure_unprotected(table.is_protected, f"Table {name.dotted}")
             if table.metadata_location != expected_location:
@@ -161,7 +161,7 @@ class LifecycleCommands:
     ) -> None:
         def attempt() -> int | None:
             warehouse = get_warehouse(self.app, warehouse_id)
-            view = self.core.get("view", warehouse_id, name)
+            view = self.core.get(View, warehouse_id, name)
             ensure_unprotected(view.is_protected, f"View {name.dotted}")
             return self._drop(ctx, warehouse, view, "view", name, purge=False, final=final)
 

@@ -59,15 +59,8 @@ class TableCommands:
         self.app = core.app
 
     # -- lookups ---------------------------------------------------------------------------
-    def find_table(self, warehouse_id: UUID, name: TabularName) -> Table | None:
-        found = self.core.find("table", warehouse_id, name)
-        assert found is None or isinstance(found, Table)
-        return found
-
     def get_table(self, warehouse_id: UUID, name: TabularName) -> Table:
-        found = self.core.get("table", warehouse_id, name)
-        assert isinstance(found, Table)
-        return found
+        return self.core.get(Table, warehouse_id, name)
 
     def table_metadata(self, table: Table, file_io: FileIO) -> dict[str, Any]:
         """The table's current document (see TabularCore.current_metadata)."""

@@ -9,7 +9,7 @@ import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.application import project_aggregate
@@ -28,8 +28,6 @@ from icelog.domain.errors import (
     CatalogError,
     CommitStateUnknownError,
     LocationTakenError,
-    NoSuchTableError,
-    NoSuchViewError,
 )
 from icelog.domain.identifiers import NamespaceName, TabularName, namespace_id, tabular_claim_id
 from icelog.domain.locations import (
@@ -47,6 +45,7 @@ from icelog.domain.warehouse import Warehouse
 
 Tabular = Table | View
 KINDS: dict[str, type[Table] | type[View]] = {"table": Table, "view": View}
+T = TypeVar("T", bound=Tabular)
 WRITE_METADATA_PATH = "write.metadata.path"
 
 
@@ -199,8 +198,9 @@ class TabularCore:
         return ns.id
 
     # -- lookups -----------------------------------------------------------------------------
-    def find(self, kind: str, warehouse_id: UUID, name: TabularName) -> Tabular | None:
-        cls = KINDS[kind]
+    def find(self, cls: type[T], warehouse_id: UUID, name: TabularName) -> T | None:
+        """The live table or view (`cls`) of that name, None when the name holds none."""
+        kind = cls.KIND.lower()  # the claim's kind: table, view
         # Fast path: the tabular this name led to last time, if it still has that name.
         # The aggregate itself is always loaded fresh, so a drop or rename is seen.
         known = self._ids.get((warehouse_id, name))
@@ -219,12 +219,11 @@ class TabularCore:
         self._ids[(warehouse_id, name)] = tabular.id
         return tabular
 
-    def get(self, kind: str, warehouse_id: UUID, name: TabularName) -> Tabular:
-        found = self.find(kind, warehouse_id, name)
+    def get(self, cls: type[T], warehouse_id: UUID, name: TabularName) -> T:
+        """As `find`; the kind's not-found error (404) when the name holds none."""
+        found = self.find(cls, warehouse_id, name)
         if found is None:
-            if kind == "table":
-                raise NoSuchTableError(f"Table does not exist: {name.dotted}")
-            raise NoSuchViewError(f"View does not exist: {name.dotted}")
+            raise cls.NOT_FOUND(f"{cls.KIND} does not exist: {name.dotted}")
         return found
 
     # -- locations ---------------------------------------------------------------------------
@@ -399,7 +398,7 @@ class TabularCore:
 
         def attempt() -> None:
             get_warehouse(self.app, warehouse_id)
-            tabular = self.get(kind, warehouse_id, source)
+            tabular = self.get(KINDS[kind], warehouse_id, source)
             dest_ns = get_namespace(self.app, warehouse_id, dest.namespace)
             target = self.read_claim(warehouse_id, dest)
             if target is not None and target.is_held:
@@ -478,7 +477,7 @@ class TabularCore:
                     return one(recent, optimistic=True)
                 except NeedsFreshState:
                     self.forget(recent.id)
-            return one(self.get(kind, warehouse_id, name), optimistic=False)
+            return one(self.get(KINDS[kind], warehouse_id, name), optimistic=False)
 
         def one(tabular: Tabular, *, optimistic: bool) -> TableState:
             file_io = app.file_io(app.storage_profile(warehouse_id))

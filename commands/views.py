@@ -43,17 +43,6 @@ class ViewCommands:
         self.core = core
         self.app = core.app
 
-    # -- lookups ---------------------------------------------------------------------------
-    def find_view(self, warehouse_id: UUID, name: TabularName) -> View | None:
-        found = self.core.find("view", warehouse_id, name)
-        assert found is None or isinstance(found, View)
-        return found
-
-    def get_view(self, warehouse_id: UUID, name: TabularName) -> View:
-        found = self.core.get("view", warehouse_id, name)
-        assert isinstance(found, View)
-        return found
-
     # -- create / register -----------------------------------------------------------------
     def create_view(
         self,

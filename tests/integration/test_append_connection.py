@@ -14,6 +14,7 @@ from starlette.testclient import TestClient
 from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.domain.identifiers import NamespaceName, TabularName
+from icelog.domain.table import Table
 from icelog.projections.recorders import InlinePostgresRecorder
 from icelog.projections.sql import HeldConnection
 from tests.integration.conftest import SCHEMA, Api, create_table, replica_settings
@@ -118,8 +119,8 @@ def test_a_table_is_still_snapshotted_at_its_hundredth_event(
     api = pg_api
     _table_with_commits(api, 99)  # created + 99 commits: version 100
     catalog = api.services.catalog
-    table = catalog.tables.find_table(
-        api.services.warehouse_for_prefix(api.prefix), _name("db", "t")
+    table = catalog.tables.core.find(
+        Table, api.services.warehouse_for_prefix(api.prefix), _name("db", "t")
     )
     assert table is not None
     table_id = table.id
