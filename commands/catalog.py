@@ -49,6 +49,8 @@ class Catalog:
         self.ports = ports
         known_namespaces = KnownNamespaces()
         core = TabularCore(app, ports, known_namespaces)
+        # What tables and views share, for callers that serve both kinds alike (rename).
+        self.tabulars = core
         self.management = ManagementCommands(app, ports, storage_policy)
         self.access = AccessCommands(app, ports)
         self.namespaces = NamespaceCommands(app, ports, known_namespaces)

@@ -369,11 +369,6 @@ class TableCommands:
             self.core.forget(table_id)
 
     # -- rename ----------------------------------------------------------------------------
-    def rename_table(
-        self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
-    ) -> None:
-        self.core.rename(ctx, "table", warehouse_id, source, dest)
-
     # -- register --------------------------------------------------------------------------
     def register_table(
         self,

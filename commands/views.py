@@ -156,7 +156,3 @@ class ViewCommands:
         return self.core.commit("view", warehouse_id, name, stage)
 
     # -- rename --------------------------------------------------------------------------
-    def rename_view(
-        self, ctx: RequestContext, warehouse_id: UUID, source: TabularName, dest: TabularName
-    ) -> None:
-        self.core.rename(ctx, "view", warehouse_id, source, dest)

@@ -364,14 +364,21 @@ def register_table(request: Request, body: RegisterTableRequest) -> bytes:
     return _load_result(request, warehouse_id, name, state, rights)
 
 
-def rename_table(request: Request, body: RenameTableRequest) -> None:
+def rename_tabular(request: Request, body: RenameTableRequest, kind: str) -> None:
+    """renameTable and renameView: one move of a name in the warehouse's one identifier
+    space (a table and a view cannot share a name)."""
     svc = services(request)
-    svc.catalog.tables.rename_table(
+    svc.catalog.tabulars.rename(
         context(request),
+        kind,
         svc.warehouse_for_prefix(prefix(request)),
         tabular_name(body.source),
         tabular_name(body.destination),
     )
+
+
+def rename_table(request: Request, body: RenameTableRequest) -> None:
+    rename_tabular(request, body, "table")
 
 
 def report_metrics(request: Request, body: ReportMetricsRequest) -> None:

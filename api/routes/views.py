@@ -17,7 +17,7 @@ from icelog.api.models.catalog import (
     ViewResult,
 )
 from icelog.api.routes import prefix, services
-from icelog.api.routes.tables import list_tabulars, tabular_name
+from icelog.api.routes.tables import list_tabulars, rename_tabular, tabular_name
 from icelog.commands.catalog import TableState
 from icelog.domain.errors import BadRequestError, NoSuchViewError
 from icelog.domain.identifiers import TabularName
@@ -95,13 +95,7 @@ def drop_view(request: Request) -> None:
 
 
 def rename_view(request: Request, body: RenameTableRequest) -> None:
-    svc = services(request)
-    svc.catalog.views.rename_view(
-        context(request),
-        svc.warehouse_for_prefix(prefix(request)),
-        tabular_name(body.source),
-        tabular_name(body.destination),
-    )
+    rename_tabular(request, body, "view")
 
 
 def register_view(request: Request, body: RegisterViewRequest) -> ViewResult:
