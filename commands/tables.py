@@ -22,6 +22,7 @@ from icelog.commands.tabular import (
     inside,
     metadata_dir,
     new_tabular_fields,
+    stage_written,
     take_turns,
 )
 from icelog.domain.claims import NameClaim
@@ -281,17 +282,8 @@ class TableCommands:
         reject_secret_properties(metadata.get("properties", {}), "Table")
         version = metadata_file_version(table.metadata_location) + 1
         md_location = str(metadata_dir(metadata).child(metadata_file_name(version, str(uuid4()))))
-        data = app.remember_metadata(md_location, metadata)
-        app.write_metadata(file_io, md_location, data)
-        table.commit(
-            requirements=requirements,
-            updates=updates,
-            metadata_location=md_location,
-            applied_at_ms=applied_at,
-            actor=ctx.actor,
-            request_id=ctx.request_id,
-        )
-        return Staged(md_location, data, base, metadata)
+        change = (requirements, updates, applied_at)
+        return stage_written(app, file_io, table, ctx, change, base, metadata, md_location)
 
     def commit_transaction(
         self,

@@ -75,6 +75,32 @@ class Staged:
 Stage = Callable[[Any, FileIO], Staged | None]
 
 
+def stage_written(
+    app: CatalogApplication,
+    file_io: FileIO,
+    tabular: Tabular,
+    ctx: RequestContext,
+    change: tuple[list[dict[str, Any]], list[dict[str, Any]], int],
+    base: dict[str, Any],
+    metadata: dict[str, Any],
+    location: str,
+) -> Staged:
+    """Write the next metadata document at `location` and record the change on the table
+    or view (a commit, a replace): `change` is (requirements, updates, applied-at ms)."""
+    requirements, updates, applied_at = change
+    data = app.remember_metadata(location, metadata)
+    app.write_metadata(file_io, location, data)
+    tabular.record_change(
+        requirements=requirements,
+        updates=updates,
+        metadata_location=location,
+        applied_at_ms=applied_at,
+        actor=ctx.actor,
+        request_id=ctx.request_id,
+    )
+    return Staged(location, data, base, metadata)
+
+
 class NeedsFreshState(Exception):
     """An optimistic attempt could not prove its answer; redo it on fresh state."""
 

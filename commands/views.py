@@ -17,6 +17,7 @@ from icelog.commands.tabular import (
     claim_name,
     metadata_dir,
     new_tabular_fields,
+    stage_written,
 )
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import BadRequestError
@@ -141,17 +142,8 @@ class ViewCommands:
                 self.core.check_location(get_warehouse(app, warehouse_id), metadata["location"])
             version = metadata_file_version(view.metadata_location) + 1
             md_location = _new_view_file(metadata, version)
-            data = app.remember_metadata(md_location, metadata)
-            app.write_metadata(file_io, md_location, data)
-            view.replace(
-                requirements=requirements,
-                updates=updates,
-                metadata_location=md_location,
-                applied_at_ms=applied_at,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
-            return Staged(md_location, data, base, metadata)
+            change = (requirements, updates, applied_at)
+            return stage_written(app, file_io, view, ctx, change, base, metadata, md_location)
 
         return self.core.commit("view", warehouse_id, name, stage)
 
