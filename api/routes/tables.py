@@ -79,6 +79,14 @@ def tabular_name(identifier: TableIdentifier) -> TabularName:
     return TabularName(NamespaceName(tuple(identifier.namespace)), identifier.name)
 
 
+def changed_name(path_name: TabularName, identifier: TableIdentifier | None) -> TabularName:
+    """The table or view a commit or replace changes: the one its path names, which the
+    body's optional identifier must repeat."""
+    if identifier is not None and tabular_name(identifier) != path_name:
+        raise BadRequestError("identifier in the body does not match the request path")
+    return path_name
+
+
 def catalog_root(request: Request) -> str:
     """Where clients reach `/catalog` (signer requests are sent there)."""
     return str(request.base_url).rstrip("/") + "/catalog"
@@ -289,9 +297,7 @@ async def _access_for_row(
 
 def commit_table(request: Request, body: CommitTableRequest) -> bytes:
     svc = services(request)
-    name = _name(request)
-    if body.identifier is not None and tabular_name(body.identifier) != name:
-        raise BadRequestError("identifier in the body does not match the request path")
+    name = changed_name(_name(request), body.identifier)
     state = svc.catalog.tables.commit_table(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),

@@ -17,9 +17,9 @@ from icelog.api.models.catalog import (
     ViewResult,
 )
 from icelog.api.routes import prefix, services
-from icelog.api.routes.tables import list_tabulars, rename_tabular, tabular_name
+from icelog.api.routes.tables import changed_name, list_tabulars, rename_tabular
 from icelog.commands.catalog import TableState
-from icelog.domain.errors import BadRequestError, NoSuchViewError
+from icelog.domain.errors import NoSuchViewError
 from icelog.domain.identifiers import TabularName
 
 
@@ -74,9 +74,7 @@ async def load_view(request: Request) -> Response:
 
 def replace_view(request: Request, body: CommitViewRequest) -> ViewResult:
     svc = services(request)
-    name = _name(request)
-    if body.identifier is not None and tabular_name(body.identifier) != name:
-        raise BadRequestError("identifier in the body does not match the request path")
+    name = changed_name(_name(request), body.identifier)
     state = svc.catalog.views.replace_view(
         context(request),
         svc.warehouse_for_prefix(prefix(request)),
