@@ -8,6 +8,8 @@ from them (see reference/iceberg-rest.md §4).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CatalogError(Exception):
     """Base class: a client-visible failure with an Iceberg error type."""
@@ -15,122 +17,98 @@ class CatalogError(Exception):
     status: int = 500
     error_type: str = "InternalServerError"
 
+    def __init_subclass__(cls, *, error_type: str = "", status: int = 0, **kwargs: Any) -> None:
+        # Each error says its type (and its status, unless its base's) in its class line.
+        super().__init_subclass__(**kwargs)
+        if error_type:
+            cls.error_type = error_type
+        if status:
+            cls.status = status
+
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
-class BadRequestError(CatalogError):
-    status = 400
-    error_type = "BadRequestException"
+class BadRequestError(CatalogError, error_type="BadRequestException", status=400): ...
 
 
-class IllegalArgumentError(BadRequestError):
+class IllegalArgumentError(BadRequestError, error_type="IllegalArgumentException"):
     """400 whose type Java rethrows as IllegalArgumentException."""
 
-    error_type = "IllegalArgumentException"
 
-
-class ValidationError(BadRequestError):
+class ValidationError(BadRequestError, error_type="ValidationException"):
     """400 for metadata that fails Iceberg validation."""
 
-    error_type = "ValidationException"
+
+class ForbiddenError(CatalogError, error_type="ForbiddenException", status=403): ...
 
 
-class ForbiddenError(CatalogError):
-    status = 403
-    error_type = "ForbiddenException"
+class NotFoundError(CatalogError, error_type="NotFoundException", status=404): ...
 
 
-class NotFoundError(CatalogError):
-    status = 404
-    error_type = "NotFoundException"
+class NoSuchNamespaceError(NotFoundError, error_type="NoSuchNamespaceException"): ...
 
 
-class NoSuchNamespaceError(NotFoundError):
-    error_type = "NoSuchNamespaceException"
+class NoSuchTableError(NotFoundError, error_type="NoSuchTableException"): ...
 
 
-class NoSuchTableError(NotFoundError):
-    error_type = "NoSuchTableException"
+class NoSuchViewError(NotFoundError, error_type="NoSuchViewException"): ...
 
 
-class NoSuchViewError(NotFoundError):
-    error_type = "NoSuchViewException"
+class NoSuchFunctionError(NotFoundError, error_type="NoSuchFunctionException"): ...
 
 
-class NoSuchFunctionError(NotFoundError):
-    error_type = "NoSuchFunctionException"
+class NoSuchWarehouseError(NotFoundError, error_type="NoSuchWarehouseException"): ...
 
 
-class NoSuchWarehouseError(NotFoundError):
-    error_type = "NoSuchWarehouseException"
+class NoSuchProjectError(NotFoundError, error_type="NoSuchProjectException"): ...
 
 
-class NoSuchProjectError(NotFoundError):
-    error_type = "NoSuchProjectException"
+class NoSuchRoleError(NotFoundError, error_type="NoSuchRoleException"): ...
 
 
-class NoSuchRoleError(NotFoundError):
-    error_type = "NoSuchRoleException"
+class NoSuchUserError(NotFoundError, error_type="NoSuchUserException"): ...
 
 
-class NoSuchUserError(NotFoundError):
-    error_type = "NoSuchUserException"
+class UnsupportedOperationError(
+    CatalogError, error_type="UnsupportedOperationException", status=406
+): ...
 
 
-class UnsupportedOperationError(CatalogError):
-    status = 406
-    error_type = "UnsupportedOperationException"
+class ConflictError(CatalogError, error_type="ConflictException", status=409): ...
 
 
-class ConflictError(CatalogError):
-    status = 409
-    error_type = "ConflictException"
+class AlreadyExistsError(ConflictError, error_type="AlreadyExistsException"): ...
 
 
-class AlreadyExistsError(ConflictError):
-    error_type = "AlreadyExistsException"
+class NamespaceNotEmptyError(ConflictError, error_type="NamespaceNotEmptyException"): ...
 
 
-class NamespaceNotEmptyError(ConflictError):
-    error_type = "NamespaceNotEmptyException"
-
-
-class NotEmptyError(ConflictError):
+class NotEmptyError(ConflictError, error_type="NotEmptyException"):
     """A project or warehouse that still holds children cannot be deleted."""
 
-    error_type = "NotEmptyException"
 
-
-class CommitFailedError(ConflictError):
+class CommitFailedError(ConflictError, error_type="CommitFailedException"):
     """A requirement no longer holds; clients refresh and retry."""
 
-    error_type = "CommitFailedException"
+
+class UnprocessableEntityError(
+    CatalogError, error_type="UnprocessableEntityException", status=422
+): ...
 
 
-class UnprocessableEntityError(CatalogError):
-    status = 422
-    error_type = "UnprocessableEntityException"
-
-
-class GoneError(CatalogError):
+class GoneError(CatalogError, error_type="GoneException", status=410):
     """What was asked for lies outside what is kept (the events API's retention window)."""
 
-    status = 410
-    error_type = "GoneException"
 
-
-class CommitStateUnknownError(CatalogError):
+class CommitStateUnknownError(CatalogError, error_type="CommitStateUnknownException", status=500):
     """The commit may or may not have landed; clients must not clean up."""
 
-    status = 500
-    error_type = "CommitStateUnknownException"
 
-
-class ServiceUnavailableError(CatalogError):
-    status = 503
-    error_type = "ServiceUnavailableException"
+class ServiceUnavailableError(
+    CatalogError, error_type="ServiceUnavailableException", status=503
+): ...
 
 
 class NothingAppendedError(ServiceUnavailableError):
@@ -138,7 +116,5 @@ class NothingAppendedError(ServiceUnavailableError):
     before the insert): the command's files can go, and a retry is safe."""
 
 
-class LocationTakenError(ConflictError):
+class LocationTakenError(ConflictError, error_type="LocationAlreadyTakenException"):
     """A table location equals, contains or lies inside another live table's location."""
-
-    error_type = "LocationAlreadyTakenException"
