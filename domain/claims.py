@@ -12,7 +12,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain.attributed import AttributedEvent, fixed
 
 
 class NameClaim(Aggregate):
@@ -38,10 +38,7 @@ class NameClaim(Aggregate):
         holder_id: UUID
         name: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.kind = self.kind
-            aggregate.holder_id = self.holder_id
-            aggregate.name = self.name
+        COPIES = ("kind", "holder_id", "name")
 
     class Reclaimed(Event):
         """A released name was taken again (by a new table or view, an undrop, a rename).
@@ -55,9 +52,7 @@ class NameClaim(Aggregate):
         kind: str
         holder_id: UUID
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.kind = self.kind
-            aggregate.holder_id = self.holder_id
+        COPIES = ("kind", "holder_id")
 
     class Released(Event):
         """The holder gave the name up: drop, soft drop, rename (the old name), warehouse rename or
@@ -66,9 +61,7 @@ class NameClaim(Aggregate):
 
         TOPIC = "icelog.name-claim.released.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.kind = None
-            aggregate.holder_id = None
+        SETS = fixed(kind=None, holder_id=None)
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
@@ -91,26 +84,10 @@ class NameClaim(Aggregate):
         self.trigger_event(self.Released, actor=actor, request_id=request_id)
 
 
-def claim(
-    existing: NameClaim | None,
-    *,
-    claim_id: UUID,
-    kind: str,
-    holder_id: UUID,
-    name: str,
-    actor: str,
-    request_id: str,
-) -> NameClaim:
-    """Claim a free name: create the claim, or re-claim a released one."""
+def claim(existing: NameClaim | None, *, claim_id: UUID, name: str, **holder: Any) -> NameClaim:
+    """Claim a free name: create the claim, or re-claim a released one; `holder` as
+    `NameClaim.reclaim` takes it (the name is the claim's from the first: its id says it)."""
     if existing is None:
-        return NameClaim._create(
-            NameClaim.Claimed,
-            id=claim_id,
-            kind=kind,
-            holder_id=holder_id,
-            name=name,
-            actor=actor,
-            request_id=request_id,
-        )
-    existing.reclaim(kind=kind, holder_id=holder_id, actor=actor, request_id=request_id)
+        return NameClaim._create(NameClaim.Claimed, id=claim_id, name=name, **holder)
+    existing.reclaim(**holder)
     return existing

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain import tabular
 from icelog.domain.errors import NoSuchFunctionError
 from icelog.domain.tabular import Placed, PlacedState, TabularEvent
 
@@ -21,6 +22,8 @@ class Function(PlacedState, Aggregate):
     """An Iceberg function (UDF) in a warehouse namespace."""
 
     TOPIC = "icelog.function"
+    KIND = "Function"
+    NOT_FOUND = NoSuchFunctionError
 
     class Event(TabularEvent):
         TOPIC = "icelog.function.event.v1"
@@ -56,23 +59,14 @@ class Function(PlacedState, Aggregate):
         metadata_location: str
         applied_at_ms: int
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.metadata_location = self.metadata_location
+        COPIES = ("metadata_location",)
 
-    class Dropped(Event):
+    class Dropped(Event, tabular.Dropped):
         """A function was dropped (`DELETE …/function/{name}`, or a recursive namespace drop). Its
         metadata files stay.
         """
 
         TOPIC = "icelog.function.dropped.v1"
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.dropped = True
-
-    def ensure_live(self) -> None:
-        """A dropped function is gone under its name."""
-        if self.dropped:
-            raise NoSuchFunctionError(f"Function does not exist: {self.dotted}")
 
     @classmethod
     def create(cls, *, function_id: UUID, **fields: Any) -> Function:
@@ -88,8 +82,7 @@ class Function(PlacedState, Aggregate):
         actor: str,
         request_id: str,
     ) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.Replaced,
             changes=changes,
             previous_metadata_location=self.metadata_location,
@@ -100,5 +93,4 @@ class Function(PlacedState, Aggregate):
         )
 
     def drop(self, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(self.Dropped, actor=actor, request_id=request_id)
+        self._change(self.Dropped, actor=actor, request_id=request_id)

@@ -19,6 +19,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import copy_fields
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 
@@ -243,19 +244,9 @@ class IdempotencyRecord(Aggregate):
         return getattr(self, "claimed_by", None) == actor
 
     # -- commands --------------------------------------------------------------------------
-    def reclaim(
-        self,
-        *,
-        method: str,
-        path: str,
-        token: str,
-        now_ms: int,
-        lease_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        claim = _claim_fields(method, path, token, now_ms, lease_ms)
-        self.trigger_event(self.Reclaimed, **claim, actor=actor, request_id=request_id)
+    def reclaim(self, **request: Any) -> None:
+        """Claim the key again; `request` as `claim_fields` takes it."""
+        self.trigger_event(self.Reclaimed, **claim_fields(**request))
 
     def land(self, metadata_location: str | None, *, actor: str, request_id: str) -> None:
         self.trigger_event(
@@ -298,43 +289,30 @@ def _claim(aggregate: Any, event: Any) -> None:
 
 
 def _outcome(aggregate: Any, event: Any) -> None:
-    aggregate.status = event.status
-    aggregate.body = event.body
-    aggregate.metadata_location = event.metadata_location
-    aggregate.recorded_at_ms = event.recorded_at_ms
+    copy_fields(event, aggregate, ("status", "body", "metadata_location", "recorded_at_ms"))
 
 
-def new_claim(
-    key: str,
-    *,
-    method: str,
-    path: str,
-    token: str,
-    now_ms: int,
-    lease_ms: int,
-    actor: str,
-    request_id: str,
-) -> IdempotencyRecord:
-    claim = _claim_fields(method, path, token, now_ms, lease_ms)
+def new_claim(key: str, **request: Any) -> IdempotencyRecord:
+    """Claim a key never claimed; `request` as `claim_fields` takes it."""
+    claim = claim_fields(**request)
     return IdempotencyRecord._create(
-        IdempotencyRecord.Claimed,
-        id=idempotency_id(key),
-        key=key,
-        **claim,
-        actor=actor,
-        request_id=request_id,
+        IdempotencyRecord.Claimed, id=idempotency_id(key), key=key, **claim
     )
 
 
-def _claim_fields(method: str, path: str, token: str, now_ms: int, lease_ms: int) -> dict[str, Any]:
-    """A claim's fields, as `Claimed` and `Reclaimed` carry them: it runs until its lease
-    ends `lease_ms` from now."""
+def claim_fields(
+    *, method: str, path: str, token: str, now_ms: int, lease_ms: int, actor: str, request_id: str
+) -> dict[str, Any]:
+    """A claim's fields, as `Claimed` and `Reclaimed` carry them: `actor`'s request
+    `request_id` holds the key until its lease ends `lease_ms` from now."""
     return {
         "method": method,
         "path": path,
         "token": token,
         "claimed_at_ms": now_ms,
         "lease_until_ms": now_ms + lease_ms,
+        "actor": actor,
+        "request_id": request_id,
     }
 
 

@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain import protection
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.errors import AlreadyExistsError, NoSuchNamespaceError
 from icelog.domain.protection import Protectable, ensure_unprotected
+from icelog.domain.removal import Removable
 
 CHILD_KINDS = ("namespace", "table", "view")
 
 
-class Namespace(Protectable, Aggregate):
+class _ChildCounted(AttributedEvent):
+    """The body of `ChildAdded` and `ChildRemoved`: one child of `child_kind` more or
+    fewer (`STEP`)."""
+
+    child_kind: str
+    child_id: UUID
+
+    STEP: ClassVar[int]
+
+    def apply(self, aggregate: Any) -> None:
+        children = aggregate.children
+        aggregate.children = {
+            **children,
+            self.child_kind: children.get(self.child_kind, 0) + self.STEP,
+        }
+
+
+class Namespace(Protectable, Removable, Aggregate):
     """A namespace. Its id is derived from (warehouse, path), so a dropped namespace that is
     created again continues the same stream (`Recreated`).
 
@@ -26,6 +45,7 @@ class Namespace(Protectable, Aggregate):
 
     TOPIC = "icelog.namespace"
     KIND = "Namespace"
+    NOT_FOUND = NoSuchNamespaceError
 
     class Event(AttributedEvent):
         TOPIC = "icelog.namespace.event.v1"
@@ -45,12 +65,12 @@ class Namespace(Protectable, Aggregate):
         levels: list[str]
         properties: dict[str, str]
 
+        COPIES = ("warehouse_id", "levels", "properties")
+        SETS = fixed(dropped=False)
+
         def apply(self, aggregate: Any) -> None:
-            aggregate.warehouse_id = self.warehouse_id
-            aggregate.levels = list(self.levels)
-            aggregate.properties = dict(self.properties)
+            super().apply(aggregate)
             aggregate.children = dict.fromkeys(CHILD_KINDS, 0)
-            aggregate.dropped = False
 
     class Recreated(Event):
         """`createNamespace` for a path that existed before and was dropped: the stream of the old
@@ -66,10 +86,12 @@ class Namespace(Protectable, Aggregate):
         levels: list[str]
         properties: dict[str, str]
 
+        COPIES = ("properties",)
+        SETS = fixed(dropped=False)
+
         def apply(self, aggregate: Any) -> None:
-            aggregate.properties = dict(self.properties)
+            super().apply(aggregate)
             aggregate.children = dict.fromkeys(CHILD_KINDS, 0)
-            aggregate.dropped = False
 
     class PropertiesUpdated(Event):
         """`updateProperties` (`POST …/namespaces/{ns}/properties`) changed something (a request
@@ -91,7 +113,7 @@ class Namespace(Protectable, Aggregate):
             props.update(self.updated)
             aggregate.properties = props
 
-    class ChildAdded(Event):
+    class ChildAdded(Event, _ChildCounted):
         """Bookkeeping, written before ADR 0018 (logs that hold it still replay): a table, view,
         function or sub-namespace came to live in this namespace (created, registered, renamed into
         it, undropped), or a soft-dropped table or view was set aside in it (`child-kind`
@@ -104,16 +126,10 @@ class Namespace(Protectable, Aggregate):
         """
 
         TOPIC = "icelog.namespace.child-added.v1"
-        child_kind: str
-        child_id: UUID
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.children = {
-                **aggregate.children,
-                self.child_kind: aggregate.children.get(self.child_kind, 0) + 1,
-            }
+        STEP = 1
 
-    class ChildRemoved(Event):
+    class ChildRemoved(Event, _ChildCounted):
         """Bookkeeping, written before ADR 0018: the reverse of `child-added` (the child was
         dropped, renamed away, soft-dropped, undropped or expired).
 
@@ -123,14 +139,8 @@ class Namespace(Protectable, Aggregate):
         """
 
         TOPIC = "icelog.namespace.child-removed.v1"
-        child_kind: str
-        child_id: UUID
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.children = {
-                **aggregate.children,
-                self.child_kind: aggregate.children.get(self.child_kind, 0) - 1,
-            }
+        STEP = -1
 
     class Dropped(Event):
         """`dropNamespace` (`DELETE …/namespaces/{ns}`, or the management API by id): an empty
@@ -138,20 +148,14 @@ class Namespace(Protectable, Aggregate):
         """
 
         TOPIC = "icelog.namespace.dropped.v1"
+        SETS = fixed(dropped=True)
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.dropped = True
-
-    class ProtectionChanged(Event):
+    class ProtectionChanged(Event, protection.ProtectionChanged):
         """Protection switched on or off (`…/namespace/{namespace-id}/protection`). A protected
         namespace cannot be dropped.
         """
 
         TOPIC = "icelog.namespace.protection-changed.v1"
-        protected: bool
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.protected = self.protected
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
@@ -163,35 +167,18 @@ class Namespace(Protectable, Aggregate):
         dropped: bool
 
     @classmethod
-    def create(
-        cls,
-        *,
-        namespace_id: UUID,
-        warehouse_id: UUID,
-        levels: list[str],
-        properties: dict[str, str],
-        actor: str,
-        request_id: str,
-    ) -> Namespace:
-        return cls._create(
-            cls.Created,
-            id=namespace_id,
-            warehouse_id=warehouse_id,
-            levels=levels,
-            properties=properties,
-            actor=actor,
-            request_id=request_id,
-        )
+    def create(cls, *, namespace_id: UUID, **fields: Any) -> Namespace:
+        """Create one; `fields` as on `Created`."""
+        return cls._create(cls.Created, id=namespace_id, **fields)
 
     @property
     def dotted(self) -> str:
         """The namespace's name as Iceberg messages print it (`a.b`)."""
         return ".".join(self.levels)
 
-    # -- rules -----------------------------------------------------------------------------
-    def ensure_live(self) -> None:
-        if self.dropped:
-            raise NoSuchNamespaceError(f"Namespace does not exist: {self.dotted}")
+    @property
+    def label(self) -> str:
+        return self.dotted
 
     # -- commands --------------------------------------------------------------------------
     def recreate(self, properties: dict[str, str], *, actor: str, request_id: str) -> None:
@@ -210,8 +197,7 @@ class Namespace(Protectable, Aggregate):
     def update_properties(
         self, updated: dict[str, str], removed: list[str], *, actor: str, request_id: str
     ) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.PropertiesUpdated,
             updated=updated,
             removed=removed,

@@ -7,15 +7,19 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.errors import NoSuchProjectError, NotEmptyError
+from icelog.domain.removal import Removable
 
 
-class Project(Aggregate):
+class Project(Removable, Aggregate):
     """A project. `warehouse_count` makes "delete only when empty" safe under concurrency:
     a warehouse create appends to its project, so it conflicts with a concurrent delete."""
 
     TOPIC = "icelog.project"
+    KIND = "Project"
+    NOT_FOUND = NoSuchProjectError
+    REMOVED_FLAG = "deleted"
 
     class Event(AttributedEvent):
         TOPIC = "icelog.project.event.v1"
@@ -31,10 +35,8 @@ class Project(Aggregate):
         TOPIC = "icelog.project.created.v1"
         name: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.name = self.name
-            aggregate.deleted = False
-            aggregate.warehouse_count = 0
+        COPIES = ("name",)
+        SETS = fixed(deleted=False, warehouse_count=0)
 
     class Renamed(Event):
         """`POST /management/v1/project/{id}/rename`.
@@ -45,9 +47,7 @@ class Project(Aggregate):
 
         TOPIC = "icelog.project.renamed.v1"
         name: str
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.name = self.name
+        COPIES = ("name",)
 
     class WarehouseAdded(Event):
         """Bookkeeping: a warehouse was created in the project (appended with `warehouse.created`).
@@ -79,9 +79,7 @@ class Project(Aggregate):
         """`DELETE /management/v1/project/{id}`: only a project without warehouses."""
 
         TOPIC = "icelog.project.deleted.v1"
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.deleted = True
+        SETS = fixed(deleted=True)
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
@@ -96,24 +94,16 @@ class Project(Aggregate):
             cls.Created, id=project_id, name=name, actor=actor, request_id=request_id
         )
 
-    def ensure_live(self) -> None:
-        """A deleted project is gone: nothing is changed in it any more."""
-        if self.deleted:
-            raise NoSuchProjectError(f"Project does not exist: {self.id}")
-
     def rename(self, name: str, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
+        self._change(self.Renamed, name=name, actor=actor, request_id=request_id)
 
     def add_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.WarehouseAdded, warehouse_id=warehouse_id, actor=actor, request_id=request_id
         )
 
     def remove_warehouse(self, warehouse_id: UUID, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.WarehouseRemoved, warehouse_id=warehouse_id, actor=actor, request_id=request_id
         )
 

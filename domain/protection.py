@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
+from icelog.domain.attributed import AttributedEvent
 from icelog.domain.errors import ConflictError, NotFoundError
 
 
-class ProtectedError(ConflictError):
+class ProtectedError(ConflictError, error_type="ProtectedException"):
     """409 until the protection is removed."""
 
-    error_type = "ProtectedException"
+
+class ProtectionChanged(AttributedEvent):
+    """The body of every kind's `ProtectionChanged` event: protection switched on or off.
+    Module-level, so each kind's event (derived from its `Event` first) keeps its topic."""
+
+    protected: bool
+    COPIES = ("protected",)
 
 
 def ensure_unprotected(protected: bool, what: str) -> None:

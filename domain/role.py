@@ -68,20 +68,9 @@ class Role(Aggregate):
         deleted: bool
 
     @classmethod
-    def create(
-        cls,
-        *,
-        role_id: UUID,
-        project_id: UUID,
-        name: str,
-        description: str | None,
-        actor: str,
-        request_id: str,
-    ) -> Role:
-        return cls._create(
-            cls.Created, id=role_id, project_id=project_id, name=name,
-            description=description, actor=actor, request_id=request_id,
-        )  # fmt: skip
+    def create(cls, *, role_id: UUID, **fields: Any) -> Role:
+        """Create one; `fields` as on `Created`."""
+        return cls._create(cls.Created, id=role_id, **fields)
 
     def update(self, *, name: str, description: str | None, actor: str, request_id: str) -> None:
         self.trigger_event(

@@ -16,9 +16,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from icelog.domain import tabular
+from icelog.domain import protection, tabular
+from icelog.domain.attributed import fixed
 from icelog.domain.errors import ConflictError, NoSuchTableError
 from icelog.domain.tabular import Tabular
+
+
+class _TablePlaced(tabular.TabularPlaced):
+    """A table's first event: a new table has not been purged."""
+
+    SETS = fixed(**tabular.TabularPlaced.SETS, purged=False)
 
 
 class Table(Tabular):
@@ -32,7 +39,7 @@ class Table(Tabular):
     class Event(tabular.TabularEvent):
         TOPIC = "icelog.table.event.v1"
 
-    class Created(Event, tabular.TabularPlaced):
+    class Created(Event, _TablePlaced):
         """A table was created: `createTable` (`POST …/namespaces/{ns}/tables` without
         `stage-create`), or a create transaction was committed (stage-create, then a commit with
         `assert-create`). `metadata` is the first metadata document, already written to
@@ -47,11 +54,7 @@ class Table(Tabular):
         TOPIC = "icelog.table.created.v1"
         updates: list[dict[str, Any]]
 
-        def apply(self, aggregate: Any) -> None:
-            super().apply(aggregate)
-            aggregate.purged = False
-
-    class Registered(Event, tabular.TabularPlaced):
+    class Registered(Event, _TablePlaced):
         """`registerTable` (`POST …/namespaces/{ns}/register`) adopted an existing metadata file as
         a new table. The table gets a new id (`tabularid`): it is not the `table-uuid` inside the
         adopted metadata.
@@ -64,10 +67,6 @@ class Table(Tabular):
 
         TOPIC = "icelog.table.registered.v1"
         registers = True
-
-        def apply(self, aggregate: Any) -> None:
-            super().apply(aggregate)
-            aggregate.purged = False
 
     class Committed(Event, tabular.Changed):
         """A commit to the table: `updateTable` (`POST …/namespaces/{ns}/tables/{table}`) or this
@@ -163,10 +162,9 @@ class Table(Tabular):
         deleted_files: int
         missing_files: int
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.purged = True
+        SETS = fixed(purged=True)
 
-    class ProtectionChanged(Event, tabular.ProtectionChanged):
+    class ProtectionChanged(Event, protection.ProtectionChanged):
         """Protection switched on or off (`POST
         /management/v1/warehouse/{id}/table/{table-id}/protection`). A protected table cannot be
         dropped.
@@ -178,35 +176,9 @@ class Table(Tabular):
         purged: bool
 
     @classmethod
-    def create(
-        cls,
-        *,
-        table_id: UUID,
-        warehouse_id: UUID,
-        namespace_id: UUID,
-        namespace: list[str],
-        name: str,
-        location: str,
-        metadata_location: str,
-        metadata: dict[str, Any],
-        updates: list[dict[str, Any]],
-        actor: str,
-        request_id: str,
-    ) -> Table:
-        return cls._create(
-            cls.Created,
-            id=table_id,
-            warehouse_id=warehouse_id,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            location=location,
-            metadata_location=metadata_location,
-            metadata=metadata,
-            updates=updates,
-            actor=actor,
-            request_id=request_id,
-        )
+    def create(cls, *, table_id: UUID, **fields: Any) -> Table:
+        """Create one; `fields` as on `Created`."""
+        return cls._create(cls.Created, id=table_id, **fields)
 
     @classmethod
     def register(cls, *, table_id: UUID, **fields: Any) -> Table:

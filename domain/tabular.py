@@ -23,15 +23,15 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
-from icelog.domain.errors import ConflictError, NotFoundError
+from icelog.domain.attributed import AttributedEvent, fixed
+from icelog.domain.errors import ConflictError
 from icelog.domain.locations import location_set_by, normalize_location
 from icelog.domain.metadata_rules import CURRENT, LEGACY
 from icelog.domain.protection import Protectable, ensure_unprotected
+from icelog.domain.removal import Removable
 
 
-class NotSoftDeletedError(ConflictError):
-    error_type = "NotSoftDeletedException"
+class NotSoftDeletedError(ConflictError, error_type="NotSoftDeletedException"): ...
 
 
 class TabularEvent(AttributedEvent):
@@ -51,15 +51,12 @@ class Placed(TabularEvent, Aggregate.Created):
     metadata_location: str
     metadata: dict[str, Any]
 
+    COPIES = ("warehouse_id", "namespace_id", "namespace", "name", "location", "metadata_location")
+    SETS = fixed(dropped=False)
+
     def apply(self, aggregate: Any) -> None:
-        aggregate.warehouse_id = self.warehouse_id
-        aggregate.namespace_id = self.namespace_id
-        aggregate.namespace = list(self.namespace)
-        aggregate.name = self.name
-        aggregate.location = self.location
-        aggregate.metadata_location = self.metadata_location
+        super().apply(aggregate)
         self.place_more(aggregate)
-        aggregate.dropped = False
 
     def place_more(self, aggregate: Any) -> None:
         """What a kind sets beyond the shared state."""
@@ -112,15 +109,11 @@ class Moved(TabularEvent):
     namespace: list[str]
     name: str
 
-    def apply(self, aggregate: Any) -> None:
-        aggregate.namespace_id = self.namespace_id
-        aggregate.namespace = list(self.namespace)
-        aggregate.name = self.name
+    COPIES = ("namespace_id", "namespace", "name")
 
 
 class Dropped(TabularEvent):
-    def apply(self, aggregate: Any) -> None:
-        aggregate.dropped = True
+    SETS = fixed(dropped=True)
 
 
 class SoftDropped(TabularEvent):
@@ -132,21 +125,17 @@ class SoftDropped(TabularEvent):
     expires_at_ms: int
     expiration_task_id: UUID
 
+    COPIES = ("deleted_at_ms", "expires_at_ms", "expiration_task_id")
+    SETS = fixed(dropped=True, soft_deleted=True)
+
     def apply(self, aggregate: Any) -> None:
-        aggregate.dropped = True
-        aggregate.soft_deleted = True
-        aggregate.deleted_at_ms = self.deleted_at_ms
-        aggregate.expires_at_ms = self.expires_at_ms
+        super().apply(aggregate)
+        # A view's soft drop carries no purge_requested field.
         aggregate.purge_requested = bool(getattr(self, "purge_requested", False))
-        aggregate.expiration_task_id = self.expiration_task_id
 
 
 class Undropped(Moved):
-    def apply(self, aggregate: Any) -> None:
-        aggregate.dropped = False
-        aggregate.soft_deleted = False
-        super().apply(aggregate)
-        aggregate.expiration_task_id = None
+    SETS = fixed(dropped=False, soft_deleted=False, expiration_task_id=None)
 
 
 class Expired(TabularEvent):
@@ -156,19 +145,10 @@ class Expired(TabularEvent):
     reason: str
     purge_task_id: UUID | None
 
-    def apply(self, aggregate: Any) -> None:
-        aggregate.soft_deleted = False
-        aggregate.expiration_task_id = None
+    SETS = fixed(soft_deleted=False, expiration_task_id=None)
 
 
-class ProtectionChanged(TabularEvent):
-    protected: bool
-
-    def apply(self, aggregate: Any) -> None:
-        aggregate.protected = self.protected
-
-
-class PlacedState:
+class PlacedState(Removable):
     """What a `Placed` event sets: a table's, view's or function's name and place. Declared
     for type checkers only, because class annotations would make the library generate an
     __init__ from them."""
@@ -187,6 +167,10 @@ class PlacedState:
         """The name as Iceberg messages print it (`a.b.t`)."""
         return ".".join([*self.namespace, self.name])
 
+    @property
+    def label(self) -> str:
+        return self.dotted
+
 
 class Tabular(PlacedState, Protectable, Aggregate):
     """Base of `Table` and `View`: the shared commands, each checking its rule before
@@ -196,8 +180,6 @@ class Tabular(PlacedState, Protectable, Aggregate):
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
-        # Raised for a tabular that no longer exists under its name (dropped).
-        NOT_FOUND: ClassVar[type[NotFoundError]]
         # The name of the kind's event class for `record_change`.
         CHANGE_EVENT: ClassVar[str]
         Renamed: Any
@@ -221,12 +203,8 @@ class Tabular(PlacedState, Protectable, Aggregate):
         return found if isinstance(found, UUID) else None
 
     # -- rules -----------------------------------------------------------------------------
-    def ensure_live(self) -> None:
-        """A dropped tabular (soft-dropped, expired or purged included) is gone under its
-        name: it answers as one that does not exist."""
-        if self.dropped:
-            raise self.NOT_FOUND(f"{self.KIND} does not exist: {self.dotted}")
-
+    # A dropped tabular (soft-dropped, expired or purged included) is gone under its name:
+    # `ensure_live` (from Removable) answers it as one that does not exist.
     def ensure_droppable(self) -> None:
         self.ensure_live()
         ensure_unprotected(self.is_protected, f"{self.KIND} {self.dotted}")
@@ -236,29 +214,15 @@ class Tabular(PlacedState, Protectable, Aggregate):
             raise NotSoftDeletedError(f"{self.dotted} is not dropped")
 
     # -- commands --------------------------------------------------------------------------
-    def record_change(
-        self,
-        *,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
+    def record_change(self, **change: Any) -> None:
         """The next metadata document: a table's commit, a view's replace (each kind names
-        its event in `CHANGE_EVENT`)."""
-        self.ensure_live()
-        self.trigger_event(
+        its event in `CHANGE_EVENT`); `change` as on `Changed`, but for what the tabular
+        knows itself (the previous location, the current rules)."""
+        self._change(
             getattr(self, self.CHANGE_EVENT),
             previous_metadata_location=self.metadata_location,
             rules=CURRENT,
-            requirements=requirements,
-            updates=updates,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            actor=actor,
-            request_id=request_id,
+            **change,
         )
 
     def rename(

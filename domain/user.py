@@ -99,27 +99,10 @@ class User(Aggregate):
         deleted: bool
 
     @classmethod
-    def provision(
-        cls,
-        *,
-        user_id: str,
-        name: str,
-        email: str | None,
-        user_type: str,
-        how: str,
-        actor: str,
-        request_id: str,
-    ) -> User:
+    def provision(cls, *, user_id: str, **profile: Any) -> User:
+        """Record a user; `profile` as on `Provisioned`."""
         return cls._create(
-            cls.Provisioned,
-            id=user_aggregate_id(user_id),
-            user_id=user_id,
-            name=name,
-            email=email,
-            user_type=user_type,
-            how=how,
-            actor=actor,
-            request_id=request_id,
+            cls.Provisioned, id=user_aggregate_id(user_id), user_id=user_id, **profile
         )
 
     def update(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from icelog.domain import tabular
+from icelog.domain import protection, tabular
 from icelog.domain.errors import NoSuchViewError
 from icelog.domain.tabular import Tabular
 
@@ -105,7 +105,7 @@ class View(Tabular):
 
         TOPIC = "icelog.view.expired.v1"
 
-    class ProtectionChanged(Event, tabular.ProtectionChanged):
+    class ProtectionChanged(Event, protection.ProtectionChanged):
         """Protection switched on or off (`…/view/{view-id}/protection`). A protected view cannot be
         dropped.
         """

@@ -7,12 +7,14 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain import protection
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.errors import NoSuchWarehouseError, NotEmptyError
 from icelog.domain.protection import Protectable, ensure_unprotected
+from icelog.domain.removal import Removable
 
 
-class Warehouse(Protectable, Aggregate):
+class Warehouse(Protectable, Removable, Aggregate):
     """A warehouse. The storage profile holds no secrets, only a credential's id.
 
     `namespace_count` counts top-level namespaces, so deleting a warehouse conflicts with
@@ -21,6 +23,8 @@ class Warehouse(Protectable, Aggregate):
 
     TOPIC = "icelog.warehouse"
     KIND = "Warehouse"
+    NOT_FOUND = NoSuchWarehouseError
+    REMOVED_FLAG = "deleted"
 
     class Event(AttributedEvent):
         TOPIC = "icelog.warehouse.event.v1"
@@ -42,13 +46,8 @@ class Warehouse(Protectable, Aggregate):
         storage_profile: dict[str, Any]
         delete_profile: dict[str, Any]
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.project_id = self.project_id
-            aggregate.name = self.name
-            aggregate.storage_profile = self.storage_profile
-            aggregate.delete_profile = self.delete_profile
-            aggregate.namespace_count = 0
-            aggregate.deleted = False
+        COPIES = ("project_id", "name", "storage_profile", "delete_profile")
+        SETS = fixed(namespace_count=0, deleted=False)
 
     class Renamed(Event):
         """`POST /management/v1/warehouse/{id}/rename`.
@@ -59,9 +58,7 @@ class Warehouse(Protectable, Aggregate):
 
         TOPIC = "icelog.warehouse.renamed.v1"
         name: str
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.name = self.name
+        COPIES = ("name",)
 
     class NamespaceAdded(Event):
         """Bookkeeping: a top-level namespace was created in the warehouse (so deleting the
@@ -96,9 +93,7 @@ class Warehouse(Protectable, Aggregate):
         """
 
         TOPIC = "icelog.warehouse.deleted.v1"
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.deleted = True
+        SETS = fixed(deleted=True)
 
     class DeleteProfileChanged(Event):
         """`POST /management/v1/warehouse/{id}/delete-profile`: what drops do from now on (a soft
@@ -110,9 +105,7 @@ class Warehouse(Protectable, Aggregate):
 
         TOPIC = "icelog.warehouse.delete-profile-changed.v1"
         delete_profile: dict[str, Any]
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.delete_profile = self.delete_profile
+        COPIES = ("delete_profile",)
 
     class StorageProfileChanged(Event):
         """`POST /management/v1/warehouse/{id}/storage` or `.../storage-credential`: new storage
@@ -126,20 +119,14 @@ class Warehouse(Protectable, Aggregate):
 
         TOPIC = "icelog.warehouse.storage-profile-changed.v1"
         storage_profile: dict[str, Any]
+        COPIES = ("storage_profile",)
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.storage_profile = self.storage_profile
-
-    class ProtectionChanged(Event):
+    class ProtectionChanged(Event, protection.ProtectionChanged):
         """Protection switched on or off (`POST /management/v1/warehouse/{id}/protection`). A
         protected warehouse cannot be deleted.
         """
 
         TOPIC = "icelog.warehouse.protection-changed.v1"
-        protected: bool
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.protected = self.protected
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
@@ -152,46 +139,20 @@ class Warehouse(Protectable, Aggregate):
         deleted: bool
 
     @classmethod
-    def create(
-        cls,
-        *,
-        warehouse_id: UUID,
-        project_id: UUID,
-        name: str,
-        storage_profile: dict[str, Any],
-        delete_profile: dict[str, Any],
-        actor: str,
-        request_id: str,
-    ) -> Warehouse:
-        return cls._create(
-            cls.Created,
-            id=warehouse_id,
-            project_id=project_id,
-            name=name,
-            storage_profile=storage_profile,
-            delete_profile=delete_profile,
-            actor=actor,
-            request_id=request_id,
-        )
+    def create(cls, *, warehouse_id: UUID, **fields: Any) -> Warehouse:
+        """Create one; `fields` as on `Created`."""
+        return cls._create(cls.Created, id=warehouse_id, **fields)
 
     @property
     def base_location(self) -> str:
         return str(self.storage_profile["base-location"])
 
-    # -- rules -----------------------------------------------------------------------------
-    def ensure_live(self) -> None:
-        """A deleted warehouse is gone: nothing is changed in it any more."""
-        if self.deleted:
-            raise NoSuchWarehouseError(f"Warehouse does not exist: {self.id}")
-
     # -- commands --------------------------------------------------------------------------
     def rename(self, name: str, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(self.Renamed, name=name, actor=actor, request_id=request_id)
+        self._change(self.Renamed, name=name, actor=actor, request_id=request_id)
 
     def add_namespace(self, namespace_id: UUID, *, actor: str, request_id: str) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.NamespaceAdded, namespace_id=namespace_id, actor=actor, request_id=request_id
         )
 
@@ -212,8 +173,7 @@ class Warehouse(Protectable, Aggregate):
     def change_storage_profile(
         self, storage_profile: dict[str, Any], *, actor: str, request_id: str
     ) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.StorageProfileChanged,
             storage_profile=storage_profile,
             actor=actor,
@@ -223,8 +183,7 @@ class Warehouse(Protectable, Aggregate):
     def change_delete_profile(
         self, delete_profile: dict[str, Any], *, actor: str, request_id: str
     ) -> None:
-        self.ensure_live()
-        self.trigger_event(
+        self._change(
             self.DeleteProfileChanged,
             delete_profile=delete_profile,
             actor=actor,
