@@ -7,12 +7,12 @@ match the heads they hold.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import uuid5
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 
 AUDIT_ANCHOR_ID = uuid5(ICELOG_NAMESPACE, "audit-anchor")
@@ -29,9 +29,7 @@ class AuditAnchor(Aggregate):
 
         TOPIC = "icelog.audit.started.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.position = 0
-            aggregate.link = ""
+        SETS = fixed(position=0, link="")
 
     class HeadRecorded(Event):
         """The audit chainer recorded the hash chain's head: the link at log `position`. Appended by
@@ -46,10 +44,7 @@ class AuditAnchor(Aggregate):
         TOPIC = "icelog.audit.head-recorded.v1"
         position: int
         link: str
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.position = self.position
-            aggregate.link = self.link
+        COPIES = ("position", "link")
 
     if TYPE_CHECKING:
         position: int

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain.attributed import AttributedEvent, fixed
 
 
 class Role(Aggregate):
@@ -31,11 +31,8 @@ class Role(Aggregate):
         name: str
         description: str | None
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.project_id = self.project_id
-            aggregate.name = self.name
-            aggregate.description = self.description
-            aggregate.deleted = False
+        COPIES = ("project_id", "name", "description")
+        SETS = fixed(deleted=False)
 
     class Updated(Event):
         """`POST /management/v1/role/{id}`: a new name or description.
@@ -48,18 +45,14 @@ class Role(Aggregate):
         TOPIC = "icelog.role.updated.v1"
         name: str
         description: str | None
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.name = self.name
-            aggregate.description = self.description
+        COPIES = ("name", "description")
 
     class Deleted(Event):
         """`DELETE /management/v1/role/{id}`; its memberships and the grants it held go with it."""
 
         TOPIC = "icelog.role.deleted.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.deleted = True
+        SETS = fixed(deleted=True)
 
     if TYPE_CHECKING:
         project_id: UUID

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from eventsourcing.domain import Aggregate
 
@@ -28,8 +28,7 @@ class Server(Aggregate):
         TOPIC = "icelog.server.bootstrapped.v1"
         is_operator: bool
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.is_operator = self.is_operator
+        COPIES = ("is_operator",)
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.

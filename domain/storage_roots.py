@@ -45,9 +45,7 @@ class StorageRoots(Aggregate):
 
         TOPIC = "icelog.storage-roots.started.v1"
         roots: dict[str, str]
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.roots = dict(self.roots)
+        COPIES = ("roots",)
 
     class RootClaimed(Event):
         """A warehouse was created: its storage root, which overlaps no other warehouse's. Appended

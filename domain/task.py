@@ -13,7 +13,7 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
 
-from icelog.domain.attributed import AttributedEvent
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.errors import ConflictError
 from icelog.domain.identifiers import ICELOG_NAMESPACE
 
@@ -70,17 +70,16 @@ class Task(Aggregate):
         max_attempts: int
         payload: dict[str, Any]
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.queue = self.queue
-            aggregate.warehouse_id = self.warehouse_id
-            aggregate.entity_kind = self.entity_kind
-            aggregate.entity_id = self.entity_id
-            aggregate.due_at_ms = self.due_at_ms
-            aggregate.max_attempts = self.max_attempts
-            aggregate.payload = dict(self.payload)
-            aggregate.status = PENDING
-            aggregate.attempt = 0
-            aggregate.worker = None
+        COPIES = (
+            "queue",
+            "warehouse_id",
+            "entity_kind",
+            "entity_id",
+            "due_at_ms",
+            "max_attempts",
+            "payload",
+        )
+        SETS = fixed(status=PENDING, attempt=0, worker=None)
 
     class AttemptStarted(Event):
         """A worker took the task for attempt number `attempt`. Only one worker can: the start is an
@@ -91,10 +90,8 @@ class Task(Aggregate):
         attempt: int
         worker: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.status = RUNNING
-            aggregate.attempt = self.attempt
-            aggregate.worker = self.worker
+        COPIES = ("attempt", "worker")
+        SETS = fixed(status=RUNNING)
 
     class AttemptAbandoned(Event):
         """The attempt's worker stopped without an outcome (killed, or it lost its database) and its
@@ -110,9 +107,7 @@ class Task(Aggregate):
         attempt: int
         worker: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.status = PENDING
-            aggregate.worker = None
+        SETS = fixed(status=PENDING, worker=None)
 
     class AttemptFailed(Event):
         """The attempt failed with `error`. It is retried at `retry-at-ms` (back-off
@@ -151,9 +146,7 @@ class Task(Aggregate):
         worker: str
         result: dict[str, Any]
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.status = SUCCEEDED
-            aggregate.worker = None
+        SETS = fixed(status=SUCCEEDED, worker=None)
 
     class Cancelled(Event):
         """The task is no longer needed: its table or view was undropped, or a recursive namespace
@@ -166,9 +159,7 @@ class Task(Aggregate):
         TOPIC = "icelog.task.cancelled.v1"
         reason: str
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.status = CANCELLED
-            aggregate.worker = None
+        SETS = fixed(status=CANCELLED, worker=None)
 
     if TYPE_CHECKING:
         queue: str

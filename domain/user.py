@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventsourcing.domain import Aggregate
 
+from icelog.domain.attributed import AttributedEvent, fixed
 from icelog.domain.identifiers import user_aggregate_id
 
 USER_TYPES = ("human", "application")
 
 
-class _UserEvent(Aggregate.Event):
-    actor: str
-    request_id: str
+class _UserEvent(AttributedEvent):
     user_id: str  # on every event: a consumer needs no earlier one to know whose
 
 
@@ -26,11 +25,8 @@ class _Profile(_UserEvent):
     user_type: str
     how: str
 
-    def apply(self, aggregate: Any) -> None:
-        aggregate.name = self.name
-        aggregate.email = self.email
-        aggregate.user_type = self.user_type
-        aggregate.deleted = False
+    COPIES: ClassVar[tuple[str, ...]] = ("name", "email", "user_type")
+    SETS = fixed(deleted=False)
 
 
 class User(Aggregate):
@@ -57,9 +53,7 @@ class User(Aggregate):
 
         TOPIC = "icelog.user.provisioned.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.user_id = self.user_id
-            super().apply(aggregate)
+        COPIES = ("user_id", *_Profile.COPIES)
 
     class Updated(Event, _Profile):
         """A user's name, e-mail or type changed: a later token said otherwise
@@ -86,8 +80,7 @@ class User(Aggregate):
 
         TOPIC = "icelog.user.deleted.v1"
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.deleted = True
+        SETS = fixed(deleted=True)
 
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
