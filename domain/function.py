@@ -73,24 +73,10 @@ class Function(PlacedState, Aggregate):
         """Create a function; `fields` as on `Created`."""
         return cls._create(cls.Created, id=function_id, **fields)
 
-    def replace(
-        self,
-        *,
-        changes: dict[str, Any],
-        metadata_location: str,
-        applied_at_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self._change(
-            self.Replaced,
-            changes=changes,
-            previous_metadata_location=self.metadata_location,
-            metadata_location=metadata_location,
-            applied_at_ms=applied_at_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+    def replace(self, **change: Any) -> None:
+        """The next metadata document; `change` as on `Replaced`, but for the previous
+        location (the function's own)."""
+        self._change(self.Replaced, previous_metadata_location=self.metadata_location, **change)
 
     def drop(self, *, actor: str, request_id: str) -> None:
         self._change(self.Dropped, actor=actor, request_id=request_id)

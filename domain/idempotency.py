@@ -253,25 +253,9 @@ class IdempotencyRecord(Aggregate):
             self.Landed, metadata_location=metadata_location, actor=actor, request_id=request_id
         )
 
-    def complete(
-        self,
-        *,
-        status: int,
-        body: str,
-        metadata_location: str | None,
-        now_ms: int,
-        actor: str,
-        request_id: str,
-    ) -> None:
-        self.trigger_event(
-            self.Completed,
-            status=status,
-            body=body,
-            metadata_location=metadata_location,
-            recorded_at_ms=now_ms,
-            actor=actor,
-            request_id=request_id,
-        )
+    def complete(self, *, now_ms: int, **outcome: Any) -> None:
+        """Record the request's answer at `now_ms`; `outcome` as on `Completed`."""
+        self.trigger_event(self.Completed, recorded_at_ms=now_ms, **outcome)
 
     def release(self, *, actor: str, request_id: str) -> None:
         self.trigger_event(self.Released, actor=actor, request_id=request_id)

@@ -199,16 +199,9 @@ class Table(Tabular):
             self.Unregistered, purge_requested=False, actor=actor, request_id=request_id
         )
 
-    def mark_purged(
-        self, *, deleted_files: int, missing_files: int, actor: str, request_id: str
-    ) -> None:
+    def mark_purged(self, **counts: Any) -> None:
+        """Record the purge of the table's files; `counts` as on `Purged`."""
         # Only a table whose drop is final has its files purged, and only once.
         if not self.dropped or self.is_soft_deleted or self.purged:
             raise ConflictError(f"Table {self.dotted} is not awaiting a purge")
-        self.trigger_event(
-            self.Purged,
-            deleted_files=deleted_files,
-            missing_files=missing_files,
-            actor=actor,
-            request_id=request_id,
-        )
+        self.trigger_event(self.Purged, **counts)

@@ -225,30 +225,14 @@ class Tabular(PlacedState, Protectable, Aggregate):
             **change,
         )
 
-    def rename(
-        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
-    ) -> None:
+    def rename(self, **place: Any) -> None:
+        """Move under a new name; `place` as on `Moved`, but for where it is now."""
         self.ensure_live()
-        self._move(self.Renamed, namespace_id, namespace, name, actor, request_id)
+        self._move(self.Renamed, place)
 
-    def _move(
-        self,
-        event_class: Any,
-        namespace_id: UUID,
-        namespace: list[str],
-        name: str,
-        actor: str,
-        request_id: str,
-    ) -> None:
+    def _move(self, event_class: Any, place: dict[str, Any]) -> None:
         self.trigger_event(
-            event_class,
-            from_namespace=list(self.namespace),
-            from_name=self.name,
-            namespace_id=namespace_id,
-            namespace=namespace,
-            name=name,
-            actor=actor,
-            request_id=request_id,
+            event_class, from_namespace=list(self.namespace), from_name=self.name, **place
         )
 
     def soft_drop(
@@ -273,23 +257,14 @@ class Tabular(PlacedState, Protectable, Aggregate):
             **extra,
         )
 
-    def undrop(
-        self, *, namespace_id: UUID, namespace: list[str], name: str, actor: str, request_id: str
-    ) -> None:
+    def undrop(self, **place: Any) -> None:
+        """Bring a soft-dropped one back; `place` as `rename` takes it."""
         self.ensure_soft_deleted()
-        self._move(self.Undropped, namespace_id, namespace, name, actor, request_id)
+        self._move(self.Undropped, place)
 
-    def expire(
-        self, *, reason: str, purge_task_id: UUID | None, actor: str, request_id: str
-    ) -> None:
-        """Make a soft drop final: `reason` is "expired" (its delay passed) or "dropped"
-        (a recursive drop of its namespace removed it early); `purge_task_id` names the
-        purge that follows, if one was requested."""
+    def expire(self, **fields: Any) -> None:
+        """Make a soft drop final; `fields` as on `Expired`: `reason` is "expired" (its
+        delay passed) or "dropped" (a recursive drop of its namespace removed it early);
+        `purge_task_id` names the purge that follows, if one was requested."""
         self.ensure_soft_deleted()
-        self.trigger_event(
-            self.Expired,
-            reason=reason,
-            purge_task_id=purge_task_id,
-            actor=actor,
-            request_id=request_id,
-        )
+        self.trigger_event(self.Expired, **fields)
