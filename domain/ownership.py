@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import singledispatch
+from typing import Any
 
 from icelog.domain.namespace import Namespace
 from icelog.domain.permissions import Kind, ObjectRef, PrincipalRef
@@ -38,6 +39,18 @@ def _constant(kind: Kind) -> Callable[[object], Kind]:
     return lambda _event: kind
 
 
+def _register_kinds(
+    dispatcher: Any,
+    table: tuple[tuple[Kind, tuple[type, ...]], ...],
+    handler: Callable[[Kind], Callable[[object], Any]],
+) -> None:
+    """Register on `dispatcher`, for every event class of each kind in `table`, the
+    handler made for the kind."""
+    for kind, classes in table:
+        for event_class in classes:
+            dispatcher.register(event_class, handler(kind))
+
+
 _CREATED_BY: tuple[tuple[Kind, tuple[type, ...]], ...] = (
     ("table", (Table.Created, Table.Registered)),
     ("view", (View.Created, View.Registered)),
@@ -45,9 +58,7 @@ _CREATED_BY: tuple[tuple[Kind, tuple[type, ...]], ...] = (
     ("warehouse", (Warehouse.Created,)),
     ("role", (Role.Created,)),
 )
-for _kind, _classes in _CREATED_BY:
-    for _class in _classes:
-        _created_kind.register(_class, _constant(_kind))
+_register_kinds(_created_kind, _CREATED_BY, _constant)
 
 
 @dataclass(frozen=True)
@@ -81,9 +92,7 @@ _ENDED_WITH: tuple[tuple[Kind, tuple[type, ...]], ...] = (
     ("warehouse", (Warehouse.Deleted,)),
     ("project", (Project.Deleted,)),
 )
-for _kind, _classes in _ENDED_WITH:
-    for _class in _classes:
-        grants_ended_by.register(_class, _ends_grants_on(_kind))
+_register_kinds(grants_ended_by, _ENDED_WITH, _ends_grants_on)
 
 
 @grants_ended_by.register(Role.Deleted)

@@ -38,21 +38,7 @@ _NULL_ORDERS = ("nulls-first", "nulls-last")
 # Source type families each transform accepts (Java `Transform.canTransform`).
 _TEMPORAL = {"date", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
 _HOURLY = {"timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
-_BUCKETABLE = {
-    "int",
-    "long",
-    "decimal",
-    "date",
-    "time",
-    "timestamp",
-    "timestamptz",
-    "timestamp_ns",
-    "timestamptz_ns",
-    "string",
-    "uuid",
-    "fixed",
-    "binary",
-}
+_BUCKETABLE = {"int", "long", "decimal", "time", *_TEMPORAL, "string", "uuid", "fixed", "binary"}
 _TRUNCATABLE = {"int", "long", "decimal", "string", "binary"}
 _NOT_IDENTITY = {"variant", "geometry", "geography", "unknown"}
 
