@@ -93,17 +93,12 @@ class TableCommands:
 
         def attempt() -> TableState:
             nonlocal first
-            # The warehouse is read only on a retry or for a location the client chose (see
-            # `warehouse_storage`); the name's claim is always read: a taken name answers
-            # 409 without a failed append. The namespace is read only when not known to
-            # exist, or on a retry.
-            warehouse = self.app.warehouse_storage(warehouse_id, fresh=not first or bool(location))
-            ns_id = core.existing_namespace_id(
-                warehouse_id, name.namespace, known=first and not stage
-            )
+            place = core.place_new(
+                "table", warehouse_id, name, location, table_id,
+                retry=not first, namespace_known=first and not stage,
+            )  # fmt: skip
             first = False
-            existing = core.free_claim(warehouse_id, name, "table")
-            table_location = core.new_location(warehouse, name, location, table_id)
+            warehouse, table_location = place.warehouse, place.location
             if location:
                 core.refuse_covering_files(
                     self.app.file_io(warehouse.storage_profile),
@@ -122,7 +117,14 @@ class TableCommands:
             if stage:
                 return TableState(table_id, None, metadata)
             return self._append_new_table(
-                ctx, warehouse, ns_id, existing, name, table_id, metadata, updates=[]
+                ctx,
+                warehouse,
+                place.namespace_id,
+                place.claim,
+                name,
+                table_id,
+                metadata,
+                updates=[],
             )
 
         return self.app.retrying(attempt)

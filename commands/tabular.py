@@ -71,6 +71,16 @@ class Staged:
     metadata: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class NewPlace:
+    """Where a create puts a new table or view, as one attempt found it."""
+
+    warehouse: WarehouseStorage
+    namespace_id: UUID
+    claim: NameClaim | None  # the name's claim, absent or released (a held one is 409)
+    location: str
+
+
 # Stages a change on the tabular it is given (not yet saved): None when nothing changes.
 Stage = Callable[[Any, FileIO], Staged | None]
 
@@ -292,6 +302,29 @@ class TabularCore:
                 f"Location {location} already holds files: placing a table over existing "
                 "files needs modify on the warehouse"
             )
+
+    def place_new(
+        self,
+        kind: str,
+        warehouse_id: UUID,
+        name: TabularName,
+        requested: str | None,
+        tabular_id: UUID,
+        *,
+        retry: bool,
+        namespace_known: bool,
+    ) -> NewPlace:
+        """One create attempt's place: the warehouse from the storage profile cache unless
+        this is a retry or the client chose the location (see `warehouse_storage`); the
+        namespace not read again once known to exist; the name's claim always read, so a
+        taken name answers 409 without a failed append (the append checks the rest again,
+        ADR 0018)."""
+        warehouse = self.app.warehouse_storage(warehouse_id, fresh=retry or bool(requested))
+        ns_id = self.existing_namespace_id(warehouse_id, name.namespace, known=namespace_known)
+        claim = self.free_claim(warehouse_id, name, kind)
+        return NewPlace(
+            warehouse, ns_id, claim, self.new_location(warehouse, name, requested, tabular_id)
+        )
 
     def new_location(
         self,

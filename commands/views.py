@@ -65,14 +65,12 @@ class ViewCommands:
 
         def attempt() -> TableState:
             nonlocal first
-            # As a table's create: the warehouse from the storage profile cache unless
-            # this is a retry or the client chose the location, the namespace not read
-            # again once known to exist (the append checks both, ADR 0018).
-            warehouse = app.warehouse_storage(warehouse_id, fresh=not first or bool(location))
-            ns_id = core.existing_namespace_id(warehouse_id, name.namespace, known=first)
+            place = core.place_new(
+                "view", warehouse_id, name, location, view_id,
+                retry=not first, namespace_known=first,
+            )  # fmt: skip
             first = False
-            existing = core.free_claim(warehouse_id, name, "view")
-            view_location = core.new_location(warehouse, name, location, view_id)
+            view_location = place.location
             metadata = new_view_metadata(
                 view_uuid=str(view_id),
                 location=view_location,
@@ -81,7 +79,7 @@ class ViewCommands:
                 properties=properties,
                 now_ms=now_ms(),
             )
-            file_io = app.file_io(warehouse.storage_profile)
+            file_io = app.file_io(place.warehouse.storage_profile)
             md_location = _new_view_file(metadata, 0)
             data = app.remember_metadata(md_location, metadata)
             app.write_metadata(file_io, md_location, data)
@@ -90,14 +88,14 @@ class ViewCommands:
                 **new_tabular_fields(
                     ctx,
                     warehouse_id,
-                    ns_id,
+                    place.namespace_id,
                     name,
                     location=view_location,
                     metadata_location=md_location,
                     metadata=metadata,
                 ),
             )
-            name_claim = claim_name(existing, warehouse_id, name, "view", view_id, ctx)
+            name_claim = claim_name(place.claim, warehouse_id, name, "view", view_id, ctx)
             append_written(app, file_io, md_location, view, name_claim, view, hint=data)
             return TableState(view_id, md_location, metadata)
 
