@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from icelog.commands.application import CatalogApplication, now_ms
-from icelog.commands.known_outcome import append_known
+from icelog.commands.known_outcome import append_written
 from icelog.commands.lookups import get_namespace, get_warehouse
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
@@ -137,14 +137,8 @@ class FunctionCommands:
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            append_known(
-                self.app,
-                file_io,
-                [md_location],
-                (function, md_location),
-                name_claim,
-                function,
-                hints={md_location: data},
+            append_written(
+                self.app, file_io, md_location, function, name_claim, function, hint=data
             )
             return FunctionState(function_id, md_location, document)
 
@@ -193,15 +187,10 @@ class FunctionCommands:
                 actor=ctx.actor,
                 request_id=ctx.request_id,
             )
-            append_known(
-                self.app,
-                file_io,
-                [md_location],
-                (function, md_location),
-                function,
-                hints={md_location: data},
-                unknown=CommitStateUnknownError,
-            )
+            append_written(
+                self.app, file_io, md_location, function, function,
+                hint=data, unknown=CommitStateUnknownError,
+            )  # fmt: skip
             return FunctionState(function.id, md_location, document)
 
         return self.app.retrying(attempt)

@@ -49,31 +49,18 @@ class IdempotencyCommands:
         key (its `landed` event would come after ours), so it can never land as well."""
         now = now_ms()
         record = self.find_idempotency(key)
+        fields = {
+            "method": method, "path": path, "token": token, "now_ms": now,
+            "lease_ms": lease_ms, "actor": ctx.actor, "request_id": ctx.request_id,
+        }  # fmt: skip
         if record is None:
-            record = new_claim(
-                key,
-                method=method,
-                path=path,
-                token=token,
-                now_ms=now,
-                lease_ms=lease_ms,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            record = new_claim(key, **fields)
         elif (record.has_outcome and now - record.recorded_at_ms > lifetime_ms) or (
             not record.has_outcome
             and not record.landed
             and (record.claim_token is None or record.lease_until_ms < now)
         ):
-            record.reclaim(
-                method=method,
-                path=path,
-                token=token,
-                now_ms=now,
-                lease_ms=lease_ms,
-                actor=ctx.actor,
-                request_id=ctx.request_id,
-            )
+            record.reclaim(**fields)
         else:
             return ClaimAttempt(False, record)
         try:
