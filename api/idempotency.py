@@ -200,15 +200,7 @@ class KeyedRequest:
         try:
             if status < 500 and status not in _NOT_FINAL:
                 body, location = _recordable(bytes(response.body))
-                recorded = await run_in_thread(
-                    self.svc.catalog.idempotency.complete_idempotency,
-                    self.ctx,
-                    key=self.key,
-                    token=self.token,
-                    status=status,
-                    body=body,
-                    metadata_location=location,
-                )
+                recorded = await self._complete(status, body, location)
                 if recorded is not None and recorded.claim_token != self.token:
                     return None  # taken over: the other request's outcome is the answer
             else:
@@ -242,18 +234,25 @@ class KeyedRequest:
             return None  # its request is most likely recording its answer right now
         body = _landed_body(self.request, await self._request_json(), record.landed_location)
         status = 204 if body is None else 200
-        recorded = await run_in_thread(
+        text = orjson.dumps(body).decode() if body is not None else ""
+        recorded = await self._complete(status, text, record.landed_location)
+        if recorded is None or not recorded.has_outcome:
+            return None
+        return await self._replay(recorded.status or 200, recorded.body, recorded.metadata_location)
+
+    async def _complete(
+        self, status: int, body: str, metadata_location: str | None
+    ) -> IdempotencyRecord | None:
+        """Record the key's outcome (None: the key is gone)."""
+        return await run_in_thread(
             self.svc.catalog.idempotency.complete_idempotency,
             self.ctx,
             key=self.key,
             token=self.token,
             status=status,
-            body=orjson.dumps(body).decode() if body is not None else "",
-            metadata_location=record.landed_location,
+            body=body,
+            metadata_location=metadata_location,
         )
-        if recorded is None or not recorded.has_outcome:
-            return None
-        return await self._replay(recorded.status or 200, recorded.body, recorded.metadata_location)
 
     async def _replay(self, status: int, body: str, metadata_location: str | None) -> Response:
         if not body:
