@@ -395,8 +395,8 @@ BROKEN: dict[str, Broken] = {
         INTERNAL,
     ),
     "rename": Broken(
-        "catalog.tables",
-        "rename_table",
+        "catalog.tabulars",
+        "rename",
         "POST",
         "/tables/rename",
         {
