@@ -40,10 +40,10 @@ from icelog.domain.metadata_check import check_table_metadata, check_view_metada
 from icelog.domain.namespace import Namespace
 from icelog.domain.ports import FileIO
 from icelog.domain.table import Table
+from icelog.domain.tabular import Tabular
 from icelog.domain.view import View
 from icelog.domain.warehouse import Warehouse
 
-Tabular = Table | View
 KINDS: dict[str, type[Table] | type[View]] = {"table": Table, "view": View}
 T = TypeVar("T", bound=Tabular)
 WRITE_METADATA_PATH = "write.metadata.path"
