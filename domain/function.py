@@ -22,7 +22,6 @@ class Function(PlacedState, Aggregate):
     """An Iceberg function (UDF) in a warehouse namespace."""
 
     TOPIC = "icelog.function"
-    KIND = "Function"
     NOT_FOUND = NoSuchFunctionError
 
     class Event(TabularEvent):

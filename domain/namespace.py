@@ -44,7 +44,6 @@ class Namespace(Protectable, Removable, Aggregate):
     """
 
     TOPIC = "icelog.namespace"
-    KIND = "Namespace"
     NOT_FOUND = NoSuchNamespaceError
 
     class Event(AttributedEvent):

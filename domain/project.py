@@ -17,7 +17,6 @@ class Project(Removable, Aggregate):
     a warehouse create appends to its project, so it conflicts with a concurrent delete."""
 
     TOPIC = "icelog.project"
-    KIND = "Project"
     NOT_FOUND = NoSuchProjectError
     REMOVED_FLAG = "deleted"
 

@@ -25,10 +25,14 @@ class Removable:
     if TYPE_CHECKING:
         id: UUID
         trigger_event: Any
-        # How messages name the kind ("Table", "Namespace", ...).
+        # How messages name the kind: the class's name ("Table", "Namespace", ...).
         KIND: ClassVar[str]
         # Raised for one that no longer exists.
         NOT_FOUND: ClassVar[type[NotFoundError]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.KIND = cls.__name__
 
     @property
     def is_removed(self) -> bool:

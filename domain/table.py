@@ -29,11 +29,10 @@ class _TablePlaced(tabular.TabularPlaced):
 
 
 class Table(Tabular):
-    """An Iceberg table registered in a warehouse namespace."""
+    """An Iceberg table registered in a warehouse namespace. Beyond what a view does, it
+    has data files (a purge deletes them) and can leave the catalog by `unregister`."""
 
     TOPIC = "icelog.table"
-    KIND = "Table"
-    CHANGE_EVENT = "Committed"
     NOT_FOUND = NoSuchTableError
 
     class Event(tabular.TabularEvent):
@@ -80,11 +79,6 @@ class Table(Tabular):
     class Renamed(Event, tabular.Moved):
         """`renameTable` (`POST …/tables/rename`), within a namespace or into another one of the
         same warehouse. The envelope (`subject`, `namespace`, `name`) already has the new name.
-
-        Data fields:
-            namespace-id: Id of the namespace it is in now.
-            namespace: Namespace levels now.
-            name: Name now.
         """
 
         TOPIC = "icelog.table.renamed.v1"
@@ -130,12 +124,6 @@ class Table(Tabular):
         """`POST /management/v1/warehouse/{id}/deleted-tabulars/undrop` restored a soft-dropped
         table with its last metadata, under `name` (its old name unless the request gave
         `new-name`). Its expiration task is cancelled in the same append.
-
-        Data fields:
-            namespace: Namespace levels it is restored into (the one it was dropped from).
-            name: Name it is restored under.
-            from-namespace: Namespace levels when it was dropped.
-            from-name: Name when it was dropped.
         """
 
         TOPIC = "icelog.table.undropped.v1"

@@ -101,7 +101,13 @@ class Changed(TabularEvent):
 
 
 class Moved(TabularEvent):
-    """Renamed or undropped: from `from_namespace`.`from_name` to `namespace`.`name`."""
+    """Renamed or undropped: from `from_namespace`.`from_name` to `namespace`.`name`.
+
+    Data fields:
+        namespace-id: Id of the namespace it is in now.
+        namespace: Namespace levels now.
+        name: Name now.
+    """
 
     from_namespace: list[str]
     from_name: str
@@ -135,6 +141,15 @@ class SoftDropped(TabularEvent):
 
 
 class Undropped(Moved):
+    """A soft-dropped tabular restored.
+
+    Data fields:
+        namespace: Namespace levels it is restored into (the one it was dropped from).
+        name: Name it is restored under.
+        from-namespace: Namespace levels when it was dropped.
+        from-name: Name when it was dropped.
+    """
+
     SETS = fixed(dropped=False, soft_deleted=False, expiration_task_id=None)
 
 
@@ -180,8 +195,8 @@ class Tabular(PlacedState, Protectable, Aggregate):
     # State is set by the events' apply(); declared for type checkers only, because
     # class annotations would make the library generate an __init__ from them.
     if TYPE_CHECKING:
-        # The name of the kind's event class for `record_change`.
-        CHANGE_EVENT: ClassVar[str]
+        # The kind's one `Changed` event (a table's commit, a view's replace).
+        CHANGE_EVENT: ClassVar[type[Changed]]
         Renamed: Any
         SoftDropped: Any
         Undropped: Any
@@ -191,6 +206,16 @@ class Tabular(PlacedState, Protectable, Aggregate):
         deleted_at_ms: int
         expires_at_ms: int
         expiration_task_id: UUID | None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        changes = [
+            event
+            for event in vars(cls).values()
+            if isinstance(event, type) and issubclass(event, Changed)
+        ]
+        if changes:
+            (cls.CHANGE_EVENT,) = changes
 
     @property
     def is_soft_deleted(self) -> bool:
@@ -216,10 +241,10 @@ class Tabular(PlacedState, Protectable, Aggregate):
     # -- commands --------------------------------------------------------------------------
     def record_change(self, **change: Any) -> None:
         """The next metadata document: a table's commit, a view's replace (each kind names
-        its event in `CHANGE_EVENT`); `change` as on `Changed`, but for what the tabular
-        knows itself (the previous location, the current rules)."""
+        its `Changed` event); `change` as on `Changed`, but for what the tabular knows
+        itself (the previous location, the current rules)."""
         self._change(
-            getattr(self, self.CHANGE_EVENT),
+            self.CHANGE_EVENT,
             previous_metadata_location=self.metadata_location,
             rules=CURRENT,
             **change,

@@ -20,8 +20,6 @@ class View(Tabular):
     """An Iceberg view registered in a warehouse namespace."""
 
     TOPIC = "icelog.view"
-    KIND = "View"
-    CHANGE_EVENT = "Replaced"
     NOT_FOUND = NoSuchViewError
 
     class Event(tabular.TabularEvent):
@@ -60,13 +58,7 @@ class View(Tabular):
         TOPIC = "icelog.view.replaced.v1"
 
     class Renamed(Event, tabular.Moved):
-        """`renameView` (`POST …/views/rename`). The envelope already has the new name.
-
-        Data fields:
-            namespace-id: Id of the namespace it is in now.
-            namespace: Namespace levels now.
-            name: Name now.
-        """
+        """`renameView` (`POST …/views/rename`). The envelope already has the new name."""
 
         TOPIC = "icelog.view.renamed.v1"
 
@@ -85,12 +77,6 @@ class View(Tabular):
     class Undropped(Event, tabular.Undropped):
         """A soft-dropped view was restored (`…/deleted-tabulars/undrop`) under `name` (its old name
         unless the request gave `new-name`); its expiration task is cancelled.
-
-        Data fields:
-            namespace: Namespace levels it is restored into.
-            name: Name it is restored under.
-            from-namespace: Namespace levels when it was dropped.
-            from-name: Name when it was dropped.
         """
 
         TOPIC = "icelog.view.undropped.v1"

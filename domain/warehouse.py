@@ -22,7 +22,6 @@ class Warehouse(Protectable, Removable, Aggregate):
     """
 
     TOPIC = "icelog.warehouse"
-    KIND = "Warehouse"
     NOT_FOUND = NoSuchWarehouseError
     REMOVED_FLAG = "deleted"
 
