@@ -114,8 +114,22 @@ def aggregate_of(topic: str) -> str:
 
 def described(cls: type[Any]) -> tuple[str, dict[str, str]] | None:
     """What the class's docstring says: when the event is appended (one paragraph), and
-    the meaning of data fields after `Data fields:`, one `key: text` a field. None: the
+    the meaning of data fields after `Data fields:`, one `key: text` a field — its own,
+    else as a base class it shares its body with says (`domain/tabular.py`). None: the
     class has no docstring of its own (a dataclass makes one from the signature)."""
+    own = _docstring(cls)
+    if own is None:
+        return None
+    fields: dict[str, str] = {}
+    for base in reversed(cls.__mro__[1:]):
+        inherited = _docstring(base)
+        if inherited is not None:
+            fields.update(inherited[1])
+    fields.update(own[1])
+    return own[0], fields
+
+
+def _docstring(cls: type[Any]) -> tuple[str, dict[str, str]] | None:
     doc = cls.__dict__.get("__doc__") or ""
     if not doc or doc.startswith(cls.__name__ + "("):
         return None
