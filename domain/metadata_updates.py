@@ -91,6 +91,11 @@ def resolve_last_added(requested: int, last_added: int | None, refusal: str) -> 
     return last_added
 
 
+def requested_id(update: dict[str, Any], key: str, last_added: int | None, refusal: str) -> int:
+    """The id an update's `key` names, resolved as `resolve_last_added` does."""
+    return resolve_last_added(require_int(update, key), last_added, refusal)
+
+
 def property_updates(update: Update) -> dict[str, str]:
     """A set-properties update's map (`updated` is the pre-1.0 name Java's parser still
     accepts)."""

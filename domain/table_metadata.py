@@ -88,7 +88,7 @@ def _format_version(properties: dict[str, str]) -> int:
 
 def new_table_metadata(
     *,
-    table_uuid: str,
+    uuid: str,
     location: str,
     schema: dict[str, Any],
     partition_spec: dict[str, Any] | None,
@@ -132,7 +132,7 @@ def new_table_metadata(
     persisted.setdefault(COMPRESSION_CODEC_PROPERTY, DEFAULT_COMPRESSION_CODEC)
 
     builder = MetadataBuilder(None, format_version=version)
-    builder.uuid = table_uuid
+    builder.uuid = uuid
     builder.location = location
     builder.last_updated_ms = now_ms
     builder.last_column_id = highest_field_id(fresh_schema)

@@ -33,11 +33,11 @@ from icelog.domain.metadata_updates import (
     handles,
     property_removals,
     property_updates,
+    requested_id,
     require_int,
     require_int_list,
     require_obj,
     require_str,
-    resolve_last_added,
 )
 from icelog.domain.schema_ids import (
     highest_field_id,
@@ -144,9 +144,9 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
 
     @handles("set-current-schema")
     def set_current_schema(self, update: dict[str, Any]) -> None:
-        schema_id = require_int(update, "schema-id")
-        schema_id = resolve_last_added(
-            schema_id,
+        schema_id = requested_id(
+            update,
+            "schema-id",
             self.last_added_schema_id,
             "Cannot set last added schema: no schema has been added",
         )
@@ -204,9 +204,11 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
 
     @handles("set-default-spec")
     def set_default_spec(self, update: dict[str, Any]) -> None:
-        spec_id = require_int(update, "spec-id")
-        spec_id = resolve_last_added(
-            spec_id, self.last_added_spec_id, "Cannot set last added spec: no spec has been added"
+        spec_id = requested_id(
+            update,
+            "spec-id",
+            self.last_added_spec_id,
+            "Cannot set last added spec: no spec has been added",
         )
         if spec_id == self.default_spec_id:
             return
@@ -241,9 +243,9 @@ class MetadataBuilder(SnapshotUpdates, UpdateEngine):
 
     @handles("set-default-sort-order")
     def set_default_sort_order(self, update: dict[str, Any]) -> None:
-        order_id = require_int(update, "sort-order-id")
-        order_id = resolve_last_added(
-            order_id,
+        order_id = requested_id(
+            update,
+            "sort-order-id",
             self.last_added_order_id,
             "Cannot set last added sort order: no sort order has been added",
         )

@@ -46,7 +46,7 @@ _FIRST_SCHEMA_ID = 0
 
 def new_view_metadata(
     *,
-    view_uuid: str,
+    uuid: str,
     location: str,
     schema: dict[str, Any],
     view_version: dict[str, Any],
@@ -66,7 +66,7 @@ def new_view_metadata(
     version["version-id"] = _FIRST_VERSION_ID
     version["schema-id"] = _FIRST_SCHEMA_ID
     return {
-        "view-uuid": view_uuid,
+        "view-uuid": uuid,
         "format-version": VIEW_FORMAT_VERSION,
         "location": location,
         "properties": dict(properties),

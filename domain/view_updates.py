@@ -23,6 +23,7 @@ from icelog.domain.metadata_updates import (
     is_string_map,
     property_removals,
     property_updates,
+    requested_id,
     require,
     require_int,
     resolve_last_added,
@@ -290,9 +291,9 @@ class ViewBuilder(UpdateEngine):
 
     @handles("set-current-view-version")
     def set_current_view_version(self, update: dict[str, Any], now_ms: int) -> None:
-        version_id = require_int(update, "view-version-id")
-        version_id = resolve_last_added(
-            version_id,
+        version_id = requested_id(
+            update,
+            "view-version-id",
             self.last_added_version_id,
             "Cannot set last version id: no current version id has been set",
         )

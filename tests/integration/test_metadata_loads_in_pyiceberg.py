@@ -380,7 +380,7 @@ class Tables(Drawing):
         version = self.pick([1, 2, 3])
         schema = self.schemas.schema(version)
         return new_table_metadata(
-            table_uuid=UUID,
+            uuid=UUID,
             location=LOC,
             schema=schema,
             partition_spec=self.spec(schema),
@@ -675,7 +675,7 @@ def test_every_accepted_view_document_loads_in_pyiceberg(data: st.DataObject) ->
 
     def create() -> ViewMetadata:
         return new_view_metadata(
-            view_uuid=UUID,
+            uuid=UUID,
             location="s3://bucket/db/v",
             schema=schemas.schema(3),
             view_version=version,
@@ -738,7 +738,7 @@ def test_deep_schemas_are_refused_on_every_path(kind: str, depth: int) -> None:
         "fields": [{"id": 1, "name": "x", "required": False, "type": type_}],
     }
     base = new_table_metadata(
-        table_uuid=UUID,
+        uuid=UUID,
         location=LOC,
         schema={
             "type": "struct",
@@ -751,7 +751,7 @@ def test_deep_schemas_are_refused_on_every_path(kind: str, depth: int) -> None:
     )
     paths: list[Callable[[], Any]] = [
         lambda: new_table_metadata(
-            table_uuid=UUID,
+            uuid=UUID,
             location=LOC,
             schema=schema,
             partition_spec=None,
@@ -796,7 +796,7 @@ def test_pyiceberg_loads_the_deepest_accepted_schema_with_frames_to_spare(
     kinds: list[str],
 ) -> None:
     meta = new_table_metadata(
-        table_uuid=UUID,
+        uuid=UUID,
         location=LOC,
         schema=chain(kinds, MAX_SCHEMA_DEPTH),
         partition_spec=None,

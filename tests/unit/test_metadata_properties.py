@@ -92,7 +92,7 @@ def initial(version: int) -> Metadata:
     }
     spec = {"fields": [{"source-id": 7, "name": "id_bucket", "transform": "bucket[16]"}]}
     return new_table_metadata(
-        table_uuid=UUID,
+        uuid=UUID,
         location=LOC,
         schema=schema,
         partition_spec=spec,

@@ -65,7 +65,7 @@ def create(
     order: dict[str, Any] | None = None,
 ) -> Metadata:
     return new_table_metadata(
-        table_uuid=UUID,
+        uuid=UUID,
         location=LOC,
         schema=schema,
         partition_spec=spec,
@@ -127,7 +127,7 @@ def assert_schema_refused(error: type[CatalogError], pattern: str, schema: Any) 
 
 def new_view(schema: Any) -> ViewMetadata:
     return new_view_metadata(
-        view_uuid=UUID,
+        uuid=UUID,
         location="s3://bucket/db/v",
         schema=schema,
         view_version=first_view_version(),

@@ -15,7 +15,7 @@ UUID = "9c12d441-03fe-4693-9a96-a0705ddf69c1"
 
 def table() -> Metadata:
     m = new_table_metadata(
-        table_uuid=UUID,
+        uuid=UUID,
         location="s3://b/t",
         schema={
             "type": "struct",

@@ -53,7 +53,7 @@ RCK_ORDER = {
 
 def new(version: int = 2, **kwargs: Any) -> Metadata:
     args: dict[str, Any] = {
-        "table_uuid": UUID,
+        "uuid": UUID,
         "location": LOC,
         "schema": RCK_SCHEMA,
         "partition_spec": None,

@@ -73,7 +73,7 @@ def new(
     **kwargs: Any,
 ) -> ViewMetadata:
     args: dict[str, Any] = {
-        "view_uuid": UUID,
+        "uuid": UUID,
         "location": LOC,
         "schema": SCHEMA,
         "view_version": version(7, schema_id=5, reps=reps),
