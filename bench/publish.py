@@ -37,6 +37,7 @@ from report import emit  # noqa: E402
 from icelog.api.publishing import build_relay  # noqa: E402
 from icelog.api.services import Services  # noqa: E402
 from icelog.api.settings import Settings  # noqa: E402
+from icelog.commands.tabular import Change  # noqa: E402
 from tests.support.commands import ONE_COLUMN, bench_tables  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
 from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402
@@ -58,11 +59,7 @@ def fill_log(services: Services, events: int) -> int:
     while int(services.catalog.app.recorder.max_notification_id() or 0) < events:
         name = tables[n % len(tables)]
         services.catalog.tables.commit_table(
-            ctx,
-            wid,
-            name,
-            [],
-            [{"action": "set-properties", "updates": {"n": str(n)}}],
+            Change(ctx, wid, name, [], [{"action": "set-properties", "updates": {"n": str(n)}}])
         )
         n += 1
     return int(services.catalog.app.recorder.max_notification_id() or 0)

@@ -12,20 +12,19 @@ from uuid import RFC_4122, UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 
 from icelog.commands.application import WarehouseStorage, now_ms
-from icelog.commands.known_outcome import append_known, append_written
+from icelog.commands.known_outcome import append_known
 from icelog.commands.lookups import get_warehouse
 from icelog.commands.tabular import (
+    Change,
+    NewPlace,
     Staged,
     TableState,
     TabularCore,
-    claim_name,
     inside,
     metadata_dir,
-    new_tabular_fields,
     stage_written,
     take_turns,
 )
-from icelog.domain.claims import NameClaim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
     AlreadyExistsError,
@@ -84,86 +83,46 @@ class TableCommands:
     ) -> TableState:
         """`may_cover_files`: whether a `location` that already holds files is accepted (the
         caller may modify the warehouse; `TabularCore.refuse_covering_files`)."""
-        if not name.name:
-            raise BadRequestError("Table name must not be empty")
         reject_secret_properties(properties, "Table")
-        table_id = uuid4()
-        first = True
         core = self.core
 
-        def attempt() -> TableState:
-            nonlocal first
-            place = core.place_new(
-                "table", warehouse_id, name, location, table_id,
-                retry=not first, namespace_known=first and not stage,
-            )  # fmt: skip
-            first = False
-            warehouse, table_location = place.warehouse, place.location
+        def build(place: NewPlace, table_id: UUID, metadata: dict[str, Any]) -> TableState:
             if location:
                 core.refuse_covering_files(
-                    self.app.file_io(warehouse.storage_profile),
-                    table_location,
+                    self.app.file_io(place.warehouse.storage_profile),
+                    place.location,
                     may_cover_files=may_cover_files,
                 )
-            metadata = new_table_metadata(
-                table_uuid=str(table_id),
-                location=table_location,
-                schema=schema,
-                partition_spec=partition_spec,
-                sort_order=sort_order,
-                properties=properties,
-                now_ms=now_ms(),
-            )
             if stage:
                 return TableState(table_id, None, metadata)
-            return self._append_new_table(
-                ctx,
-                warehouse,
-                place.namespace_id,
-                place.claim,
-                name,
-                table_id,
-                metadata,
-                updates=[],
-            )
+            return self._append_new_table(ctx, place, name, table_id, metadata, updates=[])
 
-        return self.app.retrying(attempt)
+        document = functools.partial(
+            new_table_metadata,
+            schema=schema,
+            partition_spec=partition_spec,
+            sort_order=sort_order,
+            properties=properties,
+        )
+        # A staged create reads the namespace: nothing appended would check it.
+        return core.create(
+            "table", warehouse_id, name, location,
+            namespace_known=not stage, document=document, build=build,
+        )  # fmt: skip
 
     def _append_new_table(
         self,
         ctx: RequestContext,
-        warehouse: Warehouse | WarehouseStorage,
-        ns_id: UUID,
-        existing: NameClaim | None,
+        place: NewPlace,
         name: TabularName,
         table_id: UUID,
         metadata: dict[str, Any],
         *,
         updates: list[dict[str, Any]],
     ) -> TableState:
-        """Write the first metadata file, then claim the name and create the table — one
-        append (the file is removed if the append loses a race)."""
-        app = self.app
-        file_io = app.file_io(warehouse.storage_profile)
         md_location = str(metadata_dir(metadata).child(metadata_file_name(0, str(uuid4()))))
-        data = app.remember_metadata(md_location, metadata)
-        app.write_metadata(file_io, md_location, data)
-        name_claim = claim_name(existing, warehouse.id, name, "table", table_id, ctx)
-        table = Table.create(
-            table_id=table_id,
-            updates=updates,
-            **new_tabular_fields(
-                ctx,
-                warehouse.id,
-                ns_id,
-                name,
-                location=str(Location.parse(metadata["location"], "table location")),
-                metadata_location=md_location,
-                metadata=metadata,
-            ),
-        )
-        append_written(app, file_io, md_location, table, name_claim, table, hint=data)
-        return TableState(table_id, md_location, metadata)
+        create = functools.partial(Table.create, table_id=table_id, updates=updates)
+        return self.core.append_created(ctx, place, name, md_location, metadata, create)
 
     def _create_by_transaction(
         self,
@@ -198,9 +157,8 @@ class TableCommands:
                     metadata["location"],
                     may_cover_files=may_cover_files,
                 )
-            return self._append_new_table(
-                ctx, warehouse, ns_id, existing, name, table_id, metadata, updates=updates
-            )
+            place = NewPlace(warehouse, ns_id, existing, metadata["location"])
+            return self._append_new_table(ctx, place, name, table_id, metadata, updates=updates)
 
         return self.app.retrying(attempt)
 
@@ -221,16 +179,7 @@ class TableCommands:
         return uuid4()
 
     # -- commit ----------------------------------------------------------------------------
-    def commit_table(
-        self,
-        ctx: RequestContext,
-        warehouse_id: UUID,
-        name: TabularName,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-        *,
-        may_cover_files: bool = True,
-    ) -> TableState:
+    def commit_table(self, change: Change, *, may_cover_files: bool = True) -> TableState:
         """Check requirements against the CURRENT table, apply, write, append.
 
         A concurrent commit makes the append fail on the aggregate version; the attempt
@@ -239,6 +188,7 @@ class TableCommands:
         `may_cover_files`: whether a `set-location` onto files already in storage is
         accepted (`TabularCore.refuse_covering_files`).
         """
+        ctx, warehouse_id, name, requirements, updates = change
         if is_create_requirements(requirements):
             return self._create_by_transaction(
                 ctx, warehouse_id, name, updates, may_cover_files=may_cover_files

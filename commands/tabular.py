@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from uuid import UUID, uuid4
 
 from eventsourcing.application import project_aggregate
 
-from icelog.commands.application import CatalogApplication, WarehouseStorage
+from icelog.commands.application import CatalogApplication, WarehouseStorage, now_ms
 from icelog.commands.group_commit import ConcurrentChange
 from icelog.commands.known_outcome import append_known, append_written
 from icelog.commands.lookups import KnownNamespaces, get_namespace, get_warehouse
@@ -61,6 +62,17 @@ class TableState:
     document: bytes | None = None
 
 
+class Change(NamedTuple):
+    """A commit to a table or a replace of a view, as the client asked: who asks, which
+    one, the requirements that must hold and the updates to apply."""
+
+    ctx: RequestContext
+    warehouse_id: UUID
+    name: TabularName
+    requirements: list[dict[str, Any]]
+    updates: list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Staged:
     """A change applied and its metadata file written, waiting to be appended."""
@@ -75,7 +87,7 @@ class Staged:
 class NewPlace:
     """Where a create puts a new table or view, as one attempt found it."""
 
-    warehouse: WarehouseStorage
+    warehouse: Warehouse | WarehouseStorage
     namespace_id: UUID
     claim: NameClaim | None  # the name's claim, absent or released (a held one is 409)
     location: str
@@ -325,6 +337,70 @@ class TabularCore:
         return NewPlace(
             warehouse, ns_id, claim, self.new_location(warehouse, name, requested, tabular_id)
         )
+
+    def create(
+        self,
+        kind: str,
+        warehouse_id: UUID,
+        name: TabularName,
+        requested: str | None,
+        *,
+        namespace_known: bool,
+        document: Callable[..., dict[str, Any]],
+        build: Callable[[NewPlace, UUID, dict[str, Any]], TableState],
+    ) -> TableState:
+        """A new table's or view's create. Each attempt finds its place (`place_new`) and
+        makes the first document there (`document`, given the new id, the location and the
+        time); `build` appends it (`append_created`). An attempt that loses a race is tried
+        again, reading the warehouse and the namespace afresh; without `namespace_known`
+        the namespace is read even on the first attempt."""
+        if not name.name:
+            raise BadRequestError(f"{kind.capitalize()} name must not be empty")
+        tabular_id = uuid4()
+        attempts = itertools.count()
+
+        def attempt() -> TableState:
+            retry = next(attempts) > 0
+            place = self.place_new(
+                kind, warehouse_id, name, requested, tabular_id,
+                retry=retry, namespace_known=namespace_known and not retry,
+            )  # fmt: skip
+            metadata = document(uuid=str(tabular_id), location=place.location, now_ms=now_ms())
+            return build(place, tabular_id, metadata)
+
+        return self.app.retrying(attempt)
+
+    def append_created(
+        self,
+        ctx: RequestContext,
+        place: NewPlace,
+        name: TabularName,
+        metadata_location: str,
+        metadata: dict[str, Any],
+        new: Callable[..., Tabular],
+    ) -> TableState:
+        """Write a new table's or view's first metadata file, then claim the name and create
+        it (`new`, given its first event's fields) in one append; the file is removed if the
+        append loses a race."""
+        app, warehouse_id = self.app, place.warehouse.id
+        file_io = app.file_io(place.warehouse.storage_profile)
+        data = app.remember_metadata(metadata_location, metadata)
+        app.write_metadata(file_io, metadata_location, data)
+        tabular = new(
+            **new_tabular_fields(
+                ctx,
+                warehouse_id,
+                place.namespace_id,
+                name,
+                location=str(Location.parse(metadata["location"], "table location")),
+                metadata_location=metadata_location,
+                metadata=metadata,
+            )
+        )
+        kind = tabular.KIND.lower()
+        name_claim = claim_name(place.claim, warehouse_id, name, kind, tabular.id, ctx)
+        append_written(app, file_io, metadata_location, tabular, name_claim, tabular, hint=data)
+        return TableState(tabular.id, metadata_location, metadata)
 
     def new_location(
         self,

@@ -4,23 +4,22 @@ and have their own metadata files (gzip, like Java's). Drops are lifecycle's."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from uuid import UUID, uuid4
 
 from icelog.commands.application import now_ms
-from icelog.commands.known_outcome import append_written
 from icelog.commands.lookups import get_warehouse
 from icelog.commands.tabular import (
+    Change,
+    NewPlace,
     Staged,
     TableState,
     TabularCore,
-    claim_name,
     metadata_dir,
-    new_tabular_fields,
     stage_written,
 )
 from icelog.domain.context import RequestContext
-from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import TabularName
 from icelog.domain.metadata_state import Metadata
 from icelog.domain.ports import FileIO
@@ -56,50 +55,20 @@ class ViewCommands:
         location: str | None,
         properties: dict[str, str],
     ) -> TableState:
-        if not name.name:
-            raise BadRequestError("View name must not be empty")
         reject_secret_properties(properties, "View")
-        view_id = uuid4()
-        first = True
-        app, core = self.app, self.core
 
-        def attempt() -> TableState:
-            nonlocal first
-            place = core.place_new(
-                "view", warehouse_id, name, location, view_id,
-                retry=not first, namespace_known=first,
-            )  # fmt: skip
-            first = False
-            view_location = place.location
-            metadata = new_view_metadata(
-                view_uuid=str(view_id),
-                location=view_location,
-                schema=schema,
-                view_version=view_version,
-                properties=properties,
-                now_ms=now_ms(),
-            )
-            file_io = app.file_io(place.warehouse.storage_profile)
+        def build(place: NewPlace, view_id: UUID, metadata: dict[str, Any]) -> TableState:
+            create = functools.partial(View.create, view_id=view_id)
             md_location = _new_view_file(metadata, 0)
-            data = app.remember_metadata(md_location, metadata)
-            app.write_metadata(file_io, md_location, data)
-            view = View.create(
-                view_id=view_id,
-                **new_tabular_fields(
-                    ctx,
-                    warehouse_id,
-                    place.namespace_id,
-                    name,
-                    location=view_location,
-                    metadata_location=md_location,
-                    metadata=metadata,
-                ),
-            )
-            name_claim = claim_name(place.claim, warehouse_id, name, "view", view_id, ctx)
-            append_written(app, file_io, md_location, view, name_claim, view, hint=data)
-            return TableState(view_id, md_location, metadata)
+            return self.core.append_created(ctx, place, name, md_location, metadata, create)
 
-        return app.retrying(attempt)
+        document = functools.partial(
+            new_view_metadata, schema=schema, view_version=view_version, properties=properties
+        )
+        return self.core.create(
+            "view", warehouse_id, name, location,
+            namespace_known=True, document=document, build=build,
+        )  # fmt: skip
 
     def register_view(
         self,
@@ -115,17 +84,11 @@ class ViewCommands:
         )
 
     # -- replace ---------------------------------------------------------------------------
-    def replace_view(
-        self,
-        ctx: RequestContext,
-        warehouse_id: UUID,
-        name: TabularName,
-        requirements: list[dict[str, Any]],
-        updates: list[dict[str, Any]],
-    ) -> TableState:
+    def replace_view(self, change: Change) -> TableState:
         """Checked against the current view; a concurrent replace makes it start over on
         top of the newer version (server-side retry, as the RCK expects). Takes turns and
         tries first on the view as this process last wrote it, as a table's commit."""
+        ctx, warehouse_id, name, requirements, updates = change
         app = self.app
 
         def stage(view: View, file_io: FileIO) -> Staged | None:

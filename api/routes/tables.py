@@ -27,6 +27,7 @@ from icelog.api.http import (
 from icelog.api.models.catalog import (
     CommitTableRequest,
     CommitTransactionRequest,
+    CommitViewRequest,
     CreateTableRequest,
     DropTableQuery,
     ListTablesResponse,
@@ -43,6 +44,7 @@ from icelog.api.services import Services
 from icelog.api.storage_access import TableAccess
 from icelog.api.threads import run_in_thread
 from icelog.commands.catalog import TableState
+from icelog.commands.tabular import Change
 from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,
@@ -79,12 +81,20 @@ def tabular_name(identifier: TableIdentifier) -> TabularName:
     return TabularName(NamespaceName(tuple(identifier.namespace)), identifier.name)
 
 
-def changed_name(path_name: TabularName, identifier: TableIdentifier | None) -> TabularName:
-    """The table or view a commit or replace changes: the one its path names, which the
-    body's optional identifier must repeat."""
-    if identifier is not None and tabular_name(identifier) != path_name:
+def change_request(
+    request: Request, path_name: TabularName, body: CommitTableRequest | CommitViewRequest
+) -> Change:
+    """A commit's or replace's request: the table or view its path names (which the body's
+    optional identifier must repeat), with the body's requirements and updates."""
+    if body.identifier is not None and tabular_name(body.identifier) != path_name:
         raise BadRequestError("identifier in the body does not match the request path")
-    return path_name
+    return Change(
+        context(request),
+        services(request).warehouse_for_prefix(prefix(request)),
+        path_name,
+        list(body.requirements or []),
+        list(body.updates or []),
+    )
 
 
 def catalog_root(request: Request) -> str:
@@ -296,14 +306,8 @@ async def _access_for_row(
 
 
 def commit_table(request: Request, body: CommitTableRequest) -> bytes:
-    svc = services(request)
-    name = changed_name(_name(request), body.identifier)
-    state = svc.catalog.tables.commit_table(
-        context(request),
-        svc.warehouse_for_prefix(prefix(request)),
-        name,
-        list(body.requirements or []),
-        list(body.updates or []),
+    state = services(request).catalog.tables.commit_table(
+        change_request(request, _name(request), body),
         may_cover_files=may_cover_files(request) if sets_location(body.updates) else True,
     )
     # The document as written to the metadata file: serialising it again cost as much as

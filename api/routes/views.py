@@ -17,7 +17,7 @@ from icelog.api.models.catalog import (
     ViewResult,
 )
 from icelog.api.routes import prefix, services
-from icelog.api.routes.tables import changed_name, list_tabulars, rename_tabular
+from icelog.api.routes.tables import change_request, list_tabulars, rename_tabular
 from icelog.commands.catalog import TableState
 from icelog.domain.errors import NoSuchViewError
 from icelog.domain.identifiers import TabularName
@@ -73,14 +73,8 @@ async def load_view(request: Request) -> Response:
 
 
 def replace_view(request: Request, body: CommitViewRequest) -> ViewResult:
-    svc = services(request)
-    name = changed_name(_name(request), body.identifier)
-    state = svc.catalog.views.replace_view(
-        context(request),
-        svc.warehouse_for_prefix(prefix(request)),
-        name,
-        list(body.requirements or []),
-        list(body.updates),
+    state = services(request).catalog.views.replace_view(
+        change_request(request, _name(request), body)
     )
     return _result(state)
 

@@ -22,6 +22,7 @@ from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.commands.group_commit import GroupCommitter
+from icelog.commands.tabular import Change
 from tests.integration.conftest import SCHEMA, Api, _api, create_table
 from tests.support.hostile import (
     assert_log_verifies,
@@ -402,7 +403,7 @@ def test_a_load_racing_a_commit_never_pairs_one_version_with_another(sqlite_db: 
                 rows = found.fetchall()
                 n = next(commits)
                 db.services.catalog.tables.commit_table(  # lands between the two reads
-                    _ctx(), _wid(db), _name("t"), *_parts(snapshot_commit(n, parent[0]))
+                    Change(_ctx(), _wid(db), _name("t"), *_parts(snapshot_commit(n, parent[0])))
                 )
                 parent[0] = n
                 return _Rows(rows)

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from icelog.commands.tabular import Change
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import AlreadyExistsError, CommitFailedError
 from icelog.domain.identifiers import NamespaceName, TabularName
@@ -44,7 +45,13 @@ def test_commits_without_requirements_rebase_and_all_land(api: Api) -> None:
     def work(i: int) -> None:
         for j in range(6):
             catalog.tables.commit_table(
-                CTX, wid, name, [], [{"action": "set-properties", "updates": {f"k{i}-{j}": "v"}}]
+                Change(
+                    CTX,
+                    wid,
+                    name,
+                    [],
+                    [{"action": "set-properties", "updates": {f"k{i}-{j}": "v"}}],
+                )
             )
 
     results = run_threads(8, work)
@@ -76,8 +83,8 @@ def test_appenders_with_client_retry_lose_no_snapshot(api: Api) -> None:
                 seq = md["last-sequence-number"] + 1
                 try:
                     catalog.tables.commit_table(
-                        CTX, wid, name, *append_change(snap_id, seq, parent)
-                    )  # fmt: skip
+                        Change(CTX, wid, name, *append_change(snap_id, seq, parent))
+                    )
                     break
                 except CommitFailedError:
                     conflicts[0] += 1
