@@ -5,8 +5,11 @@ Every location the server derives, accepts, reads, writes or deletes goes throug
 never on string prefixes, and a location that could mean a different place to a different
 reader is refused rather than interpreted:
 
-- schemes: `file` (`file:///p`, `file:/p`, `file://localhost/p`, a bare absolute `/p`) and
-  `s3` (`s3://bucket/key`; Hadoop's `s3a://` and `s3n://` name the same objects);
+- schemes: `file` (`file:///p`, `file:/p`, `file://localhost/p`, a bare absolute `/p`),
+  `s3` (`s3://bucket/key`; Hadoop's `s3a://` and `s3n://` name the same objects), `gs`
+  (`gs://bucket/key`) and `abfss` (ADLS Gen2: `abfss://<filesystem>@<account>.<host>/path`;
+  `abfs://`, and the Blob API's `wasbs://` / `wasb://` at `<account>.blob.<suffix>`, name
+  the same objects and are read as the `abfss` spelling at `<account>.dfs.<suffix>`);
 - no control characters, `\\`, `?` or `#` anywhere (Java's S3URI drops `?...` and `#...`,
   Hadoop reads `#` as a fragment: the same text would name another object);
 - no empty, `.` or `..` segment — also not once percent-decoded (`%2e%2e`), and not split
@@ -33,7 +36,26 @@ from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import NamespaceName
 
 ALTERNATIVE_S3_SCHEMES = ("s3a://", "s3n://")
-_SCHEMES = {"file": "file", "s3": "s3", "s3a": "s3", "s3n": "s3"}
+# Spellings a warehouse accepts only with `allow-alternative-protocols`.
+ALTERNATIVE_SCHEMES = (*ALTERNATIVE_S3_SCHEMES, "abfs://", "wasbs://", "wasb://")
+_SCHEMES = {
+    "file": "file",
+    "s3": "s3",
+    "s3a": "s3",
+    "s3n": "s3",
+    "gs": "gs",
+    "abfss": "abfss",
+    "abfs": "abfss",
+    "wasbs": "abfss",
+    "wasb": "abfss",
+}
+_BLOB_SCHEMES = ("wasbs", "wasb")
+# `<filesystem>@<account>.<host>`: Azure's rules for container (3-63 lowercase letters,
+# digits, single '-') and account names (3-24 lowercase letters and digits).
+_ADLS_AUTHORITY = re.compile(
+    r"^(?P<fs>[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62})@(?P<account>[a-z0-9]{3,24})"
+    r"\.(?P<host>[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?)+)$"
+)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 # Control characters (C0, DEL, C1), the Windows separator, query and fragment marks.
 _REFUSED_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\?#]")
@@ -43,7 +65,8 @@ _BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-_]{0,254}$")
 _DOTS = frozenset({"", ".", ".."})
 MAX_LOCATION_CHARS = 4096
 MAX_FILE_SEGMENT_BYTES = 255
-MAX_S3_KEY_BYTES = 1024
+# S3, GCS and Azure Blob all limit an object's name to 1,024 bytes (UTF-8).
+MAX_S3_KEY_BYTES = MAX_OBJECT_KEY_BYTES = 1024
 # Names become path segments of default locations: cut to this many characters, so
 # that `<name>-<32 hex digits>` stays far below the 255-byte file-name limit.
 MAX_NAME_SEGMENT_CHARS = 64
@@ -75,8 +98,9 @@ def _check_segment(segment: str, *, what: str, text: str, encoded_separators: bo
 
 @dataclass(frozen=True, slots=True)
 class Location:
-    """A parsed storage location: `file` or `s3`, the bucket (s3), and the path segments
-    as written (never empty, `.` or `..`, in either reading)."""
+    """A parsed storage location: its scheme (`file`, `s3`, `gs`, `abfss`), its authority
+    (the bucket; for `abfss` `<filesystem>@<account>.<host>`; empty for `file`) and the path
+    segments as written (never empty, `.` or `..`, in either reading)."""
 
     scheme: str
     authority: str
@@ -121,11 +145,13 @@ class Location:
             return "file", "", raw
         match = _SCHEME.match(raw)
         if match is None:
-            raise _refuse(what, raw, "expected file:///<path> or s3://<bucket>/<key>")
+            raise _refuse(what, raw, "expected file:///<path> or <scheme>://<bucket>/<key>")
         spelled = match.group(1).lower()
         scheme = _SCHEMES.get(spelled)
         if scheme is None:
-            raise _refuse(what, raw, f"the scheme {spelled!r} is not supported (file, s3)")
+            raise _refuse(
+                what, raw, f"the scheme {spelled!r} is not supported (file, s3, gs, abfss)"
+            )
         rest = raw[match.end() :]
         if scheme == "file":
             if rest.startswith("//"):
@@ -137,11 +163,13 @@ class Location:
                 raise _refuse(what, raw, "a file location needs an absolute path")
             return "file", "", rest
         if not rest.startswith("//"):
-            raise _refuse(what, raw, "expected s3://<bucket>/<key>")
-        bucket, slash, key = rest[2:].partition("/")
-        if not _BUCKET.fullmatch(bucket) or ".." in bucket:
+            raise _refuse(what, raw, f"expected {scheme}://<bucket>/<key>")
+        authority, slash, key = rest[2:].partition("/")
+        if scheme == "abfss":
+            authority = _adls_authority(authority, spelled, what, raw)
+        elif not _BUCKET.fullmatch(authority) or ".." in authority:
             raise _refuse(what, raw, "not a valid bucket name")
-        return "s3", bucket, "/" + key if slash else "/"
+        return scheme, authority, "/" + key if slash else "/"
 
     def _check_length(self, what: str, raw: str) -> None:
         if self.scheme == "file":
@@ -150,15 +178,16 @@ class Location:
                     raise _refuse(
                         what, raw, f"a path segment is longer than {MAX_FILE_SEGMENT_BYTES} bytes"
                     )
-        elif len(self.key.encode()) > MAX_S3_KEY_BYTES:
-            raise _refuse(what, raw, f"the object key is longer than {MAX_S3_KEY_BYTES} bytes")
+        elif len(self.key.encode()) > MAX_OBJECT_KEY_BYTES:
+            raise _refuse(what, raw, f"the object key is longer than {MAX_OBJECT_KEY_BYTES} bytes")
 
     # -- text forms --------------------------------------------------------------------------
     def __str__(self) -> str:
         path = "/".join(self.segments)
         if self.scheme == "file":
             return f"file:///{path}"
-        return f"s3://{self.authority}/{path}" if path else f"s3://{self.authority}"
+        root = f"{self.scheme}://{self.authority}"
+        return f"{root}/{path}" if path else root
 
     @property
     def path(self) -> str:
@@ -167,7 +196,8 @@ class Location:
 
     @property
     def key(self) -> str:
-        """An s3 location's object key (or key prefix)."""
+        """An object store location's object key (or key prefix); for `abfss` the path
+        inside the filesystem."""
         return "/".join(self.segments)
 
     # -- comparisons -------------------------------------------------------------------------
@@ -196,6 +226,18 @@ class Location:
             if "/" in name:
                 raise _refuse("path segment", name, "a segment cannot hold '/'")
         return Location.parse(f"{self}/{'/'.join(names)}", "location")
+
+
+def _adls_authority(authority: str, spelled: str, what: str, raw: str) -> str:
+    """`<filesystem>@<account>.<host>`, lower-cased; the Blob API's host (`blob`) read as
+    the DFS one (`dfs`), so that both spellings of one place compare equal."""
+    match = _ADLS_AUTHORITY.fullmatch(authority.lower())
+    if match is None:
+        raise _refuse(what, raw, "expected abfss://<filesystem>@<account>.<host>/<path>")
+    host = match["host"]
+    if spelled in _BLOB_SCHEMES and host.startswith("blob."):
+        host = "dfs." + host[len("blob.") :]
+    return f"{match['fs']}@{match['account']}.{host}"
 
 
 def parse_inside(text: Any, base: Location, what: str = "location") -> Location:
@@ -234,16 +276,18 @@ def location_set_by(updates: Any) -> str | None:
 
 
 def uses_alternative_scheme(location: str) -> bool:
-    """s3a:// or s3n://, accepted only where the warehouse allows alternative protocols."""
-    return location.strip().lower().startswith(ALTERNATIVE_S3_SCHEMES)
+    """s3a://, s3n://, abfs://, wasbs:// or wasb://: accepted only where the warehouse
+    allows alternative protocols."""
+    return location.strip().lower().startswith(ALTERNATIVE_SCHEMES)
 
 
 def check_scheme_allowed(storage_profile: dict[str, Any], location: str) -> None:
-    """s3a:// and s3n:// only where the profile says `allow-alternative-protocols`."""
+    """Alternative spellings only where the profile says `allow-alternative-protocols`."""
     if uses_alternative_scheme(location) and not storage_profile.get("allow-alternative-protocols"):
         raise BadRequestError(
-            f"Location {location} uses an alternative protocol (s3a/s3n); the warehouse's "
-            "storage profile does not allow them (allow-alternative-protocols)"
+            f"Location {location} uses an alternative protocol (s3a, s3n, abfs, wasbs, "
+            "wasb); the warehouse's storage profile does not allow them "
+            "(allow-alternative-protocols)"
         )
 
 

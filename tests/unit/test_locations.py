@@ -77,6 +77,46 @@ def test_hadoop_s3_schemes_are_one_place_and_need_permission() -> None:
         check_scheme_allowed({"allow-alternative-protocols": False}, "s3n://lake/wh/t")
 
 
+def test_adls_spellings_are_one_place_and_the_blob_ones_need_permission() -> None:
+    dfs = "abfss://lake@acct.dfs.core.windows.net"
+    assert normalize_location("wasbs://Lake@ACCT.blob.core.windows.net/wh/t/") == f"{dfs}/wh/t"
+    assert normalize_location("abfs://lake@acct.dfs.core.windows.net/wh") == f"{dfs}/wh"
+    assert is_inside("wasbs://lake@acct.blob.core.windows.net/wh/t", f"{dfs}/wh")
+    # Another filesystem, account or host is another place.
+    assert not is_inside("abfss://lake2@acct.dfs.core.windows.net/wh/t", f"{dfs}/wh")
+    assert not is_inside("abfss://lake@acct2.dfs.core.windows.net/wh/t", f"{dfs}/wh")
+    assert not is_inside("abfss://lake@acct.dfs.fabric.microsoft.com/wh/t", f"{dfs}/wh")
+    check_scheme_allowed({}, f"{dfs}/wh/t")
+    for spelling in ("wasbs://", "wasb://", "abfs://"):
+        with pytest.raises(BadRequestError, match="alternative protocol"):
+            check_scheme_allowed({}, f"{spelling}lake@acct.blob.core.windows.net/wh/t")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "abfss://acct.dfs.core.windows.net/wh",  # no filesystem
+        "abfss://ab@acct.dfs.core.windows.net/wh",  # filesystem names have 3+ characters
+        "abfss://la--ke@acct.dfs.core.windows.net/wh",
+        "abfss://lake@acct/wh",  # no host
+        "abfss://lake@acct.dfs.core.windows.net:443/wh",  # a port is not an account's
+        "abfss://u:p@acct.dfs.core.windows.net/wh",
+        "abfss://lake@acct.dfs.core.windows.net/a/../b",
+        "gs://../x",
+        "gs://bucket/a/%2e%2e/b",
+    ],
+)
+def test_cloud_locations_that_could_mean_another_place_are_refused(text: str) -> None:
+    with pytest.raises(BadRequestError):
+        Location.parse(text)
+
+
+def test_gcs_locations_compare_by_bucket_and_segment() -> None:
+    assert is_inside("gs://lake/wh/t/data/f.parquet", "gs://lake/wh")
+    assert not is_inside("gs://lake/wh2/t", "gs://lake/wh")
+    assert not is_inside("s3://lake/wh/t", "gs://lake/wh")  # same bucket name, other store
+
+
 # -- the Location type against hostile input ------------------------------------------------
 
 WAREHOUSE = Location.parse("file:///srv/lake/wh")
