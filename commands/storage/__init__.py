@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
+from icelog.commands.storage.kind import StorageLimits as StorageLimits
 from icelog.commands.storage.local import LocalFileIO, check_writable_directory
 from icelog.commands.storage.s3 import S3Access, S3FileIO, client_for
 from icelog.commands.storage.s3_profile import (
@@ -22,17 +23,9 @@ from icelog.domain.errors import BadRequestError, CatalogError, ServiceUnavailab
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO, SecretVault
 
-
-@dataclass(frozen=True)
-class StorageLimits:
-    """What one read may cost: bytes (ICELOG_MAX_METADATA_FILE_MB) and seconds."""
-
-    max_read_bytes: int = 64 << 20
-    read_timeout_s: float = 30.0
-
-
 # FileIOs by (profile settings, limits). boto3 clients are thread-safe and slow to build
 # (tens of ms): one per credential and endpoint; local ones resolve their root once.
+DEFAULT_LIMITS = StorageLimits()
 _IOS: dict[tuple[Any, ...], FileIO] = {}
 _S3_CLIENTS: dict[tuple[Any, ...], Any] = {}
 _LOCK = threading.Lock()
@@ -60,7 +53,7 @@ def access_for(profile: dict[str, Any], vault: SecretVault | None) -> S3Access:
 def file_io_for(
     storage_profile: dict[str, Any],
     vault: SecretVault | None = None,
-    limits: StorageLimits = StorageLimits(),
+    limits: StorageLimits = DEFAULT_LIMITS,
 ) -> FileIO:
     """The FileIO that serves a warehouse's storage profile, confined to its base location."""
     kind = storage_profile.get("type")

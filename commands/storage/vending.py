@@ -26,6 +26,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+# Re-exported: callers knew it here before storage kinds had a module of their own.
+from icelog.commands.storage.kind import VendedCredentials as VendedCredentials  # noqa: PLC0414
 from icelog.commands.storage.s3 import S3Access, failure_reason, split_location
 from icelog.domain.errors import (
     BadRequestError,
@@ -117,18 +119,6 @@ def role_session_name(location: str) -> str:
     segment = location.rstrip("/").rsplit("/", 1)[-1]
     safe = _SESSION_UNSAFE.sub("_", segment) or "table"
     return _SESSION_PREFIX + safe[-(_SESSION_MAX - len(_SESSION_PREFIX)) :]
-
-
-@dataclass(frozen=True, repr=False)
-class VendedCredentials:
-    """Temporary credentials for one table location, as Iceberg clients read them."""
-
-    prefix: str
-    config: dict[str, str]
-    expires_at_ms: int
-
-    def __repr__(self) -> str:  # never print the key, secret or token
-        return f"VendedCredentials(prefix={self.prefix!r}, expires_at_ms={self.expires_at_ms})"
 
 
 def storage_credentials(v: VendedCredentials) -> list[dict[str, Any]]:
