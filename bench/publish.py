@@ -37,7 +37,7 @@ from report import emit  # noqa: E402
 from icelog.api.publishing import build_relay  # noqa: E402
 from icelog.api.services import Services  # noqa: E402
 from icelog.api.settings import Settings  # noqa: E402
-from icelog.commands.tabular import Change  # noqa: E402
+from icelog.commands.tabular_values import Change  # noqa: E402
 from tests.support.commands import ONE_COLUMN, bench_tables  # noqa: E402
 from tests.support.nats_server import start_nats  # noqa: E402
 from tests.support.postgres import TEST_SECRETS_KEY, drop_database  # noqa: E402

@@ -20,7 +20,8 @@ from icelog.commands.namespaces import NamespaceCommands
 from icelog.commands.ports import ReadPorts
 from icelog.commands.storage import StoragePolicy
 from icelog.commands.tables import TableCommands
-from icelog.commands.tabular import TableState, TabularCore
+from icelog.commands.tabular import TabularCore
+from icelog.commands.tabular_values import TableState
 from icelog.commands.tasks import TaskCommands
 from icelog.commands.views import ViewCommands
 

@@ -18,7 +18,8 @@ from eventsourcing.domain import Aggregate
 
 from icelog.commands.application import CatalogApplication, now_ms
 from icelog.commands.lookups import get_namespace, get_warehouse
-from icelog.commands.tabular import KINDS, TabularCore, claim_name
+from icelog.commands.tabular import KINDS, TabularCore
+from icelog.commands.tabular_values import claim_name
 from icelog.domain.claims import NameClaim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (

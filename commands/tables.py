@@ -14,16 +14,15 @@ from eventsourcing.application import AggregateNotFoundError
 from icelog.commands.application import WarehouseStorage, now_ms
 from icelog.commands.known_outcome import append_known
 from icelog.commands.lookups import get_warehouse
-from icelog.commands.tabular import (
+from icelog.commands.tabular import TabularCore, take_turns
+from icelog.commands.tabular_values import (
     Change,
     NewPlace,
     Staged,
     TableState,
-    TabularCore,
     inside,
     metadata_dir,
     stage_written,
-    take_turns,
 )
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (

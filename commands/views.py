@@ -10,12 +10,12 @@ from uuid import UUID, uuid4
 
 from icelog.commands.application import now_ms
 from icelog.commands.lookups import get_warehouse
-from icelog.commands.tabular import (
+from icelog.commands.tabular import TabularCore
+from icelog.commands.tabular_values import (
     Change,
     NewPlace,
     Staged,
     TableState,
-    TabularCore,
     metadata_dir,
     stage_written,
 )

@@ -121,11 +121,8 @@ def described(cls: type[Any]) -> tuple[str, dict[str, str]] | None:
     if own is None:
         return None
     fields: dict[str, str] = {}
-    for base in reversed(cls.__mro__[1:]):
-        inherited = _docstring(base)
-        if inherited is not None:
-            fields.update(inherited[1])
-    fields.update(own[1])
+    for base in reversed(cls.__mro__):  # the class itself last: its own words win
+        fields.update((_docstring(base) or ("", {}))[1])
     return own[0], fields
 
 

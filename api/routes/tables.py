@@ -44,7 +44,7 @@ from icelog.api.services import Services
 from icelog.api.storage_access import TableAccess
 from icelog.api.threads import run_in_thread
 from icelog.commands.catalog import TableState
-from icelog.commands.tabular import Change
+from icelog.commands.tabular_values import Change
 from icelog.domain.errors import (
     BadRequestError,
     CommitFailedError,

@@ -22,7 +22,7 @@ from icelog.api.app import create_app
 from icelog.api.services import Services
 from icelog.api.settings import Settings
 from icelog.commands.group_commit import GroupCommitter
-from icelog.commands.tabular import Change
+from icelog.commands.tabular_values import Change
 from tests.integration.conftest import SCHEMA, Api, _api, create_table
 from tests.support.hostile import (
     assert_log_verifies,

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from icelog.commands.tabular import Change
+from icelog.commands.tabular_values import Change
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import AlreadyExistsError, CommitFailedError
 from icelog.domain.identifiers import NamespaceName, TabularName
