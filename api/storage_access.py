@@ -16,7 +16,7 @@ from uuid import UUID
 
 from icelog.commands.application import CatalogApplication
 from icelog.commands.storage import access_for, credential_for
-from icelog.commands.storage.vending import CredentialVendor, storage_credentials
+from icelog.commands.storage.s3.vending import CredentialVendor, storage_credentials
 from icelog.domain.identifiers import TabularName
 from icelog.domain.permissions import DataRights
 

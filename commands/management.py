@@ -16,7 +16,7 @@ from icelog.commands.storage import (
     storage_root,
     validate_storage_profile,
 )
-from icelog.commands.storage.s3_profile import normalize_s3_profile
+from icelog.commands.storage.s3.profile import normalize_s3_profile
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import SYSTEM, RequestContext
 from icelog.domain.errors import (

@@ -26,7 +26,7 @@ from pydantic import (
 from typing_extensions import TypeAliasType
 
 from icelog.api.edge import Body, Query
-from icelog.commands.storage.s3_profile import (
+from icelog.commands.storage.s3.profile import (
     _ARN,
     _BUCKET,
     _REGION,

@@ -19,7 +19,7 @@ from icelog.api.http import json_response, namespace_param, path_param
 from icelog.api.models.catalog import S3SignRequest
 from icelog.api.routes import prefix, services
 from icelog.commands.storage import access_for
-from icelog.commands.storage.signing import S3Target, check_allowed, parse_target, sign
+from icelog.commands.storage.s3.signing import S3Target, check_allowed, parse_target, sign
 from icelog.domain.errors import ForbiddenError, NoSuchTableError
 
 

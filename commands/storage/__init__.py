@@ -9,16 +9,16 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
+from icelog.commands.storage.file.local import LocalFileIO, check_writable_directory
 from icelog.commands.storage.kind import StorageLimits as StorageLimits
-from icelog.commands.storage.local import LocalFileIO, check_writable_directory
-from icelog.commands.storage.s3 import S3Access, S3FileIO, client_for
-from icelog.commands.storage.s3_profile import (
+from icelog.commands.storage.s3.objects import S3Access, S3FileIO, client_for
+from icelog.commands.storage.s3.profile import (
     normalize_s3_credential,
     normalize_s3_profile,
     probe_s3_access,
     s3_access,
 )
-from icelog.commands.storage.vending import CredentialVendor
+from icelog.commands.storage.s3.vending import CredentialVendor
 from icelog.domain.errors import BadRequestError, CatalogError, ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO, SecretVault

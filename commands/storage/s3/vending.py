@@ -28,7 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 # Re-exported: callers knew it here before storage kinds had a module of their own.
 from icelog.commands.storage.kind import VendedCredentials as VendedCredentials  # noqa: PLC0414
-from icelog.commands.storage.s3 import S3Access, failure_reason, split_location
+from icelog.commands.storage.s3.objects import S3Access, failure_reason, split_location
 from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,

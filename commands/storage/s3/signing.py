@@ -37,8 +37,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError
 
-from icelog.commands.storage.s3 import S3Access, split_location
-from icelog.commands.storage.s3_addressing import address, check_addressing_headers
+from icelog.commands.storage.s3.addressing import address, check_addressing_headers
+from icelog.commands.storage.s3.objects import S3Access, split_location
 from icelog.domain.errors import ForbiddenError, ServiceUnavailableError
 
 UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD"

@@ -16,7 +16,13 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
-from icelog.commands.storage.s3 import NOT_S3, S3Access, client_for, failure_reason, split_location
+from icelog.commands.storage.s3.objects import (
+    NOT_S3,
+    S3Access,
+    client_for,
+    failure_reason,
+    split_location,
+)
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import reject_control_characters
 from icelog.domain.locations import Location
