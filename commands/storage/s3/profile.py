@@ -11,11 +11,12 @@ import re
 import threading
 import uuid
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
+from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS
 from icelog.commands.storage.s3.objects import (
     NOT_S3,
     S3Access,
@@ -27,9 +28,11 @@ from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import reject_control_characters
 from icelog.domain.locations import Location
 
-# Fields a profile may carry. Lakekeeper fields icelog does not act on yet are refused,
-# so that a setting never silently does nothing.
-_FIELDS = {
+# Fields a profile may carry: its own, and those of every kind (`storage-layout`), which the
+# registry takes out and normalises before a profile reaches `normalize_s3_profile`.
+# Lakekeeper fields icelog does not act on yet are refused, so that a setting never
+# silently does nothing.
+_FIELDS = SHARED_PROFILE_FIELDS | {
     "type",
     "bucket",
     "key-prefix",
@@ -172,6 +175,20 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
         "base-location": base,
     }
+
+
+def check_endpoint_host(allowed: tuple[str, ...], key: str, url: str | None) -> None:
+    """An endpoint's host (or host:port) must be one of `allowed` (ICELOG_S3_ENDPOINT_HOSTS);
+    nothing allowed: any host."""
+    if url is None or not allowed:
+        return
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    with_port = f"{host}:{parts.port}" if parts.port is not None else host
+    if host not in allowed and with_port not in allowed:
+        raise BadRequestError(
+            f"storage-profile.{key} is not an allowed S3 endpoint host (ICELOG_S3_ENDPOINT_HOSTS)"
+        )
 
 
 def normalize_s3_credential(credential: object) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError
 
+from icelog.commands.storage.kind import SignRequest
 from icelog.commands.storage.s3.addressing import address, check_addressing_headers
 from icelog.commands.storage.s3.objects import S3Access, split_location
 from icelog.domain.errors import ForbiddenError, ServiceUnavailableError
@@ -453,3 +454,34 @@ def sign(
         if name.lower() not in _OURS and sent.get(name.lower()) != value:
             returned[name] = [value]
     return {"uri": uri, "headers": returned}
+
+
+@dataclass(frozen=True)
+class S3Signer:
+    """A warehouse's remote signer (`RemoteSigner`): its S3 access, whose endpoint and region
+    both address a request's URI and sign it, so that what is signed is what was checked."""
+
+    access: S3Access
+
+    def _target(self, request: SignRequest) -> S3Target:
+        if request.region != self.access.region:
+            raise ForbiddenError(
+                f"This warehouse's bucket is in {self.access.region}, not {request.region}"
+            )
+        return parse_target(request.uri, endpoint=self.access.endpoint, region=self.access.region)
+
+    def addressed(self, request: SignRequest) -> str:
+        target = self._target(request)
+        return f"s3://{target.bucket}/{target.param('prefix') or target.key}".rstrip("/")
+
+    def sign(self, request: SignRequest, *, allowed: Sequence[str], write: bool) -> dict[str, Any]:
+        target = self._target(request)
+        check_allowed(target, request.method, allowed=allowed, write=write, body=request.body)
+        return sign(
+            self.access,
+            region=request.region,
+            method=request.method,
+            uri=request.uri,
+            headers=request.headers,
+            body=request.body,
+        )

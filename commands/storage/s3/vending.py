@@ -26,8 +26,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-# Re-exported: callers knew it here before storage kinds had a module of their own.
+# Re-exported: callers knew them here before storage kinds had a module of their own.
 from icelog.commands.storage.kind import VendedCredentials as VendedCredentials  # noqa: PLC0414
+from icelog.commands.storage.kind import storage_credentials as storage_credentials  # noqa: PLC0414
 from icelog.commands.storage.s3.objects import S3Access, failure_reason, split_location
 from icelog.domain.errors import (
     BadRequestError,
@@ -119,11 +120,6 @@ def role_session_name(location: str) -> str:
     segment = location.rstrip("/").rsplit("/", 1)[-1]
     safe = _SESSION_UNSAFE.sub("_", segment) or "table"
     return _SESSION_PREFIX + safe[-(_SESSION_MAX - len(_SESSION_PREFIX)) :]
-
-
-def storage_credentials(v: VendedCredentials) -> list[dict[str, Any]]:
-    """The REST spec's `storage-credentials` list (one StorageCredential)."""
-    return [{"prefix": v.prefix, "config": dict(v.config)}]
 
 
 def _partition(role_arn: str) -> str:
