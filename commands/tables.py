@@ -20,6 +20,7 @@ from icelog.commands.tabular import (
     Staged,
     TableState,
     TabularCore,
+    default_location,
     inside,
     metadata_dir,
     stage_written,
@@ -34,7 +35,7 @@ from icelog.domain.errors import (
     CommitStateUnknownError,
 )
 from icelog.domain.identifiers import TabularName
-from icelog.domain.locations import Location, default_table_location
+from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 from icelog.domain.properties import reject_secret_properties
 from icelog.domain.requirements import check_requirements
@@ -335,8 +336,7 @@ class TableCommands:
 def _is_default_location(
     warehouse: Warehouse | WarehouseStorage, name: TabularName, table_id: UUID, location: Any
 ) -> bool:
-    root = Location.parse(warehouse.base_location, "warehouse location")
-    default = default_table_location(root, name.namespace, name.name, table_id)
+    default = default_location(warehouse, name, table_id)
     return str(Location.parse(location, "table location")) == str(default)
 
 
