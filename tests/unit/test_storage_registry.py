@@ -81,9 +81,9 @@ def _literal(model: type[BaseModel], field: str) -> tuple[Any, ...]:
 
 def _names(model: type[BaseModel]) -> set[str]:
     """The JSON names a model takes (aliases, and alternative spellings)."""
-    found = set()
-    for info in model.model_fields.values():
-        found.add(info.alias)
+    found: set[str] = set()
+    for name, info in model.model_fields.items():
+        found.add(info.alias or name)
         choices = getattr(info.validation_alias, "choices", ())
         found |= {choice for choice in choices if isinstance(choice, str)}
     return found
