@@ -25,9 +25,12 @@ from icelog.domain.ports import FileIO, SecretVault
 from icelog.domain.storage_layout import FIELD as LAYOUT_FIELD
 from icelog.domain.storage_layout import StorageLayout
 
-# The registered kinds, in the order the console offers them. A kind registers by adding
-# its folder's KIND here (and importing it above).
-KINDS: tuple[StorageKind, ...] = (FILE, S3)
+# The registered kinds, in the order the console offers them. A kind registers with one
+# line here, its folder's KIND (imported above as the others are).
+KINDS: tuple[StorageKind, ...] = (
+    FILE,
+    S3,
+)
 _BY_NAME: dict[str, StorageKind] = {kind.name: kind for kind in KINDS}
 
 DEFAULT_LIMITS = StorageLimits()
