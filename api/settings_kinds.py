@@ -196,7 +196,7 @@ def file_roots(value: str, name: str, parsed: Parsed) -> tuple[str, ...]:
             root = Location.parse(item, name + " entry")
         except BadRequestError as exc:
             raise SettingsError(exc.message) from None
-        if root.scheme != "file":
+        if not root.is_local:
             raise SettingsError(f"{name} entries must be directories")
         roots.append(str(root))
     return tuple(roots)

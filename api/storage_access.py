@@ -1,10 +1,11 @@
-"""Data access for clients of S3 tables: vended credentials or remote signing.
+"""Data access for clients of a table: vended credentials or remote signing, as the
+warehouse's storage kind offers them (`commands/storage`, `StorageKind`).
 
 A client names what it wants in `X-Iceberg-Access-Delegation` (`vended-credentials`,
 `remote-signing`, or both, comma-separated). Java sends nothing by default, so an absent
-header means "whatever the warehouse offers": STS credentials when `sts-enabled`, else
-remote signing when `remote-signing-enabled` — as Lakekeeper does. File warehouses need
-neither and get an empty config.
+header means "whatever the warehouse offers": credentials when the kind vends, else remote
+signing when it signs — as Lakekeeper does. Kinds whose clients reach the files directly
+(file) offer neither and give an empty config.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from urllib.parse import quote
 from uuid import UUID
 
 from icelog.commands.application import CatalogApplication
-from icelog.commands.storage import access_for, credential_for
-from icelog.commands.storage.vending import CredentialVendor, storage_credentials
+from icelog.commands.storage import credential_of, kind_for, storage_credentials
 from icelog.domain.identifiers import TabularName
 from icelog.domain.permissions import DataRights
 
@@ -35,19 +35,6 @@ def table_path(prefix: str, name: TabularName) -> str:
     root, with the namespace levels joined by the unit separator as the REST spec says."""
     ns = quote("\x1f".join(name.namespace.levels), safe="")
     return f"v1/{prefix}/namespaces/{ns}/tables/{quote(name.name, safe='')}"
-
-
-def client_config(profile: dict[str, Any]) -> dict[str, str]:
-    """What every client needs to reach the bucket, credentials aside. DuckDB insists on
-    a region and on the literal strings "true"/"false"."""
-    config = {
-        "client.region": str(profile["region"]),
-        "s3.region": str(profile["region"]),
-        "s3.path-style-access": "true" if profile.get("path-style-access") else "false",
-    }
-    if profile.get("endpoint"):
-        config["s3.endpoint"] = str(profile["endpoint"])
-    return config
 
 
 @dataclass
@@ -75,25 +62,22 @@ class TableAccess:
 class StorageAccess:
     """Builds the `config` / `storage-credentials` of table responses."""
 
-    def __init__(self, app: CatalogApplication, vendor: CredentialVendor | None = None) -> None:
+    def __init__(self, app: CatalogApplication) -> None:
         self._app = app
-        self._vendor = vendor or CredentialVendor()
 
     def profile(self, warehouse_id: UUID) -> dict[str, Any]:
         return self._app.storage_profile(warehouse_id)
+
+    def vends(self, profile: dict[str, Any]) -> bool:
+        """Whether the warehouse's storage vends credentials."""
+        return kind_for(profile).vends(profile)
 
     def vend(
         self, profile: dict[str, Any], location: str, *, write: bool = True
     ) -> list[dict[str, Any]]:
         """`write`: read-write credentials (the caller may modify the table), else read-only."""
-        credential = credential_for(profile, self._app.secrets)
-        vended = self._vendor.vend(
-            profile,
-            access_for(profile, self._app.secrets),
-            location,
-            write=write,
-            external_id=credential.get("external-id"),
-        )
+        credential = credential_of(profile, self._app.secrets)
+        vended = kind_for(profile).vend(profile, credential, location, write=write)
         return storage_credentials(vended)
 
     def for_table(
@@ -108,29 +92,23 @@ class StorageAccess:
     ) -> TableAccess:
         """`catalog_root` is the URL clients reach `/catalog` at (signer requests go there).
         `rights`: the caller's data rights on the table (api/auth/guards.py `data_rights`):
-        without any, neither credentials nor a signer — only where the bucket is; read-only
+        without any, neither credentials nor a signer — only where the storage is; read-only
         credentials without `write`."""
         profile = self.profile(warehouse_id)
-        if profile.get("type") != "s3":
-            return TableAccess()
-        modes = delegation_modes(delegation)
-        access = TableAccess(client_config(profile))
+        kind = kind_for(profile)
+        access = TableAccess(kind.client_config(profile))
         if not rights.any:
             return access
+        modes = delegation_modes(delegation)
         path = table_path(str(warehouse_id), name)
-        if VENDED in modes and profile.get("sts-enabled"):
+        if VENDED in modes and kind.vends(profile):
             access.storage_credentials = self.vend(profile, location, write=rights.write)
             access.config |= access.storage_credentials[0]["config"]
             # Java refreshes expiring credentials through this endpoint.
             access.config["client.refresh-credentials-endpoint"] = f"{path}/credentials"
-        elif modes & {VENDED, SIGNING} and profile.get("remote-signing-enabled"):
-            access.config |= {
-                "s3.remote-signing-enabled": "true",  # Iceberg Java
-                "s3.signer": "S3V4RestSigner",  # PyIceberg
-                # PyIceberg signs only through its fsspec FileIO, not through PyArrow's.
-                "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
-                "s3.signer.uri": catalog_root.rstrip("/"),
-                "s3.signer.endpoint": f"{path}/sign",
-            }
+        elif modes & {VENDED, SIGNING} and kind.signs(profile):
+            access.config |= kind.signing_config(
+                profile, signer_uri=catalog_root.rstrip("/"), signer_endpoint=f"{path}/sign"
+            )
             access.remote_signing_config = {"properties": {}, "headers": {}}
         return access

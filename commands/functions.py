@@ -13,6 +13,7 @@ from uuid import UUID, uuid4
 from icelog.commands.application import CatalogApplication, now_ms
 from icelog.commands.known_outcome import append_written
 from icelog.commands.lookups import get_namespace, get_warehouse
+from icelog.commands.tabular import default_location
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import RequestContext
 from icelog.domain.errors import (
@@ -30,7 +31,7 @@ from icelog.domain.function_metadata import (
     new_function_metadata,
 )
 from icelog.domain.identifiers import TabularName, function_claim_id
-from icelog.domain.locations import Location, default_table_location
+from icelog.domain.locations import Location
 from icelog.domain.properties import reject_secret_properties
 from icelog.domain.table_metadata import metadata_file_version
 
@@ -97,8 +98,7 @@ class FunctionCommands:
             existing = self._function_claim(warehouse_id, name)
             if existing is not None and existing.is_held:
                 raise AlreadyExistsError(f"Function already exists: {name.dotted}")
-            root = Location.parse(warehouse.base_location, "warehouse location")
-            location = str(default_table_location(root, name.namespace, name.name, function_id))
+            location = str(default_location(warehouse, name, function_id))
             if metadata is not None:
                 document = adopt_function_metadata(metadata, location)
             else:

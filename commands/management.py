@@ -13,10 +13,10 @@ from icelog.commands.storage import (
     StoragePolicy,
     check_storage_access,
     credential_for,
+    kind_for,
     storage_root,
     validate_storage_profile,
 )
-from icelog.commands.storage.s3_profile import normalize_s3_profile
 from icelog.domain.claims import NameClaim, claim
 from icelog.domain.context import SYSTEM, RequestContext
 from icelog.domain.errors import (
@@ -37,10 +37,6 @@ R = TypeVar("R")
 # any replica keeps a storage profile cached (commands/application.py STORAGE_PROFILE_TTL_S).
 CREDENTIAL_GRACE_S = 60.0
 HARD_DELETE: dict[str, Any] = {"type": "hard"}
-# Changing any of these points the stored credential at another store: the request must
-# carry the credential again (a caller could otherwise have the server sign with it
-# towards a host of their choice).
-_CREDENTIAL_BOUND = ("endpoint", "bucket", "region", "sts-endpoint")
 
 
 def validate_delete_profile(profile: object) -> dict[str, Any]:
@@ -294,25 +290,23 @@ class ManagementCommands:
             "type"
         ):
             raise BadRequestError("The storage profile's type cannot change")
-        keep_credential = storage_credential is None and old_profile.get("type") == "s3"
-        if keep_credential and isinstance(storage_profile, dict):
-            preview = normalize_s3_profile(storage_profile)
-            self._same_location(old_profile, preview)
-            changed = [k for k in _CREDENTIAL_BOUND if preview.get(k) != old_profile.get(k)]
-            if changed:
-                raise BadRequestError(
-                    f"Changing {', '.join(changed)} needs the storage-credential again: the "
-                    "stored credential is only used with the store it was given for"
-                )
+        # Without a new credential the sealed one is kept, if the kind allows it for the
+        # new settings: checked before any access check, which would send the credential
+        # wherever the new settings point.
+        keep_credential = storage_credential is None and "credential-id" in old_profile
         if keep_credential:
             storage_credential = credential_for(old_profile, self.app.secrets)
         profile, credential = validate_storage_profile(
-            storage_profile,
-            storage_credential,
-            check_access=check_access,
-            policy=self.storage_policy,
+            storage_profile, storage_credential, check_access=False, policy=self.storage_policy
         )
         self._same_location(old_profile, profile)
+        if keep_credential and not kind_for(old_profile).keeps_credential(old_profile, profile):
+            raise BadRequestError(
+                "This change of the storage profile needs the storage-credential again: the "
+                "stored credential is only used with the store it was given for"
+            )
+        if check_access:
+            check_storage_access(profile, credential)
         if keep_credential:
             profile["credential-id"] = old_profile["credential-id"]
             secret_id = None

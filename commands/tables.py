@@ -14,7 +14,7 @@ from eventsourcing.application import AggregateNotFoundError
 from icelog.commands.application import WarehouseStorage, now_ms
 from icelog.commands.known_outcome import append_known
 from icelog.commands.lookups import get_warehouse
-from icelog.commands.tabular import TabularCore, take_turns
+from icelog.commands.tabular import TabularCore, default_location, take_turns
 from icelog.commands.tabular_values import (
     Change,
     NewPlace,
@@ -33,7 +33,7 @@ from icelog.domain.errors import (
     CommitStateUnknownError,
 )
 from icelog.domain.identifiers import TabularName
-from icelog.domain.locations import Location, default_table_location
+from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 from icelog.domain.properties import reject_secret_properties
 from icelog.domain.requirements import check_requirements
@@ -334,8 +334,7 @@ class TableCommands:
 def _is_default_location(
     warehouse: Warehouse | WarehouseStorage, name: TabularName, table_id: UUID, location: Any
 ) -> bool:
-    root = Location.parse(warehouse.base_location, "warehouse location")
-    default = default_table_location(root, name.namespace, name.name, table_id)
+    default = default_location(warehouse, name, table_id)
     return str(Location.parse(location, "table location")) == str(default)
 
 

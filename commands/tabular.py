@@ -48,6 +48,7 @@ from icelog.domain.locations import (
 from icelog.domain.metadata_check import check_table_metadata, check_view_metadata
 from icelog.domain.namespace import Namespace
 from icelog.domain.ports import FileIO
+from icelog.domain.storage_layout import StorageLayout
 from icelog.domain.table import Table
 from icelog.domain.tabular import Tabular
 from icelog.domain.view import View
@@ -55,6 +56,23 @@ from icelog.domain.warehouse import Warehouse
 
 KINDS: dict[str, type[Table] | type[View]] = {"table": Table, "view": View}
 T = TypeVar("T", bound=Tabular)
+
+
+def default_location(
+    warehouse: Warehouse | WarehouseStorage, name: TabularName, tabular_id: UUID
+) -> Location:
+    """Where a new table, view or function goes when its create names no location: as the
+    warehouse's `storage-layout` places it (`domain/storage_layout.py`), else
+    `<warehouse>/<namespace levels>/<name>-<id>`."""
+    root = Location.parse(warehouse.base_location, "warehouse location")
+    return default_table_location(
+        root,
+        name.namespace,
+        name.name,
+        tabular_id,
+        layout=StorageLayout.of(warehouse.storage_profile),
+        warehouse_id=warehouse.id,
+    )
 
 
 class TabularCore:
@@ -277,11 +295,10 @@ class TabularCore:
         tabular_id: UUID,
     ) -> str:
         """A new table's or view's location: the requested one if it is free and inside the
-        warehouse, else `<warehouse>/<namespace>/<name>-<id>`."""
+        warehouse, else where the warehouse's layout places it (`default_location`)."""
         if requested:
             return str(self.check_location(warehouse, requested))
-        root = Location.parse(warehouse.base_location, "warehouse location")
-        return str(default_table_location(root, name.namespace, name.name, tabular_id))
+        return str(default_location(warehouse, name, tabular_id))
 
     # -- metadata ----------------------------------------------------------------------------
     def current_metadata(self, tabular: Tabular, file_io: FileIO) -> dict[str, Any]:

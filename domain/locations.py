@@ -28,13 +28,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 from uuid import UUID
 
 from icelog.domain.errors import BadRequestError
 from icelog.domain.identifiers import NamespaceName
 
+if TYPE_CHECKING:  # storage_layout builds on this module
+    from icelog.domain.storage_layout import StorageLayout
+
+# The scheme of paths on the server's own file system (the others name object stores).
+LOCAL_SCHEME = "file"
 ALTERNATIVE_S3_SCHEMES = ("s3a://", "s3n://")
 # Spellings a warehouse accepts only with `allow-alternative-protocols`.
 ALTERNATIVE_SCHEMES = (*ALTERNATIVE_S3_SCHEMES, "abfs://", "wasbs://", "wasb://")
@@ -153,7 +158,7 @@ class Location:
                 what, raw, f"the scheme {spelled!r} is not supported (file, s3, gs, abfss)"
             )
         rest = raw[match.end() :]
-        if scheme == "file":
+        if scheme == LOCAL_SCHEME:
             if rest.startswith("//"):
                 host, slash, path = rest[2:].partition("/")
                 if host.lower() not in ("", "localhost"):
@@ -172,7 +177,7 @@ class Location:
         return scheme, authority, "/" + key if slash else "/"
 
     def _check_length(self, what: str, raw: str) -> None:
-        if self.scheme == "file":
+        if self.is_local:
             for segment in self.segments:
                 if len(segment.encode()) > MAX_FILE_SEGMENT_BYTES:
                     raise _refuse(
@@ -184,10 +189,15 @@ class Location:
     # -- text forms --------------------------------------------------------------------------
     def __str__(self) -> str:
         path = "/".join(self.segments)
-        if self.scheme == "file":
+        if self.is_local:
             return f"file:///{path}"
         root = f"{self.scheme}://{self.authority}"
         return f"{root}/{path}" if path else root
+
+    @property
+    def is_local(self) -> bool:
+        """A path on the server's own file system (`file`), not an object store's key."""
+        return self.scheme == LOCAL_SCHEME
 
     @property
     def path(self) -> str:
@@ -313,8 +323,21 @@ def path_segment(text: str) -> str:
 
 
 def default_table_location(
-    base: Location, namespace: NamespaceName, name: str, table_id: UUID
+    base: Location,
+    namespace: NamespaceName,
+    name: str,
+    table_id: UUID,
+    *,
+    layout: StorageLayout | None = None,
+    warehouse_id: UUID | None = None,
 ) -> Location:
-    """`<warehouse>/<ns levels>/<name>-<id>`: the id keeps re-created names from sharing files."""
+    """Where a new table or view goes when its create names no location: as the warehouse's
+    `layout` places it (`domain/storage_layout.py`; a namespace level's id is derived from
+    `warehouse_id`), else `<warehouse>/<ns levels>/<name>-<id>`: the id keeps re-created
+    names from sharing files."""
+    if layout is not None:
+        if warehouse_id is None:
+            raise ValueError("a storage layout places tables by their warehouse's id")
+        return layout.place(base, warehouse_id, namespace, name, table_id)
     parts = [path_segment(level) for level in namespace.levels]
     return base.child(*parts, f"{path_segment(name)}-{table_id.hex}")

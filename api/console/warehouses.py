@@ -3,6 +3,7 @@ namespace tree, dropped tables and views, tasks, history) with its forms, and a 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -27,6 +28,12 @@ from icelog.api.console.frame import (
     with_access,
 )
 from icelog.api.http import ascii_int
+from icelog.commands.storage import KINDS, FormField
+
+# The storage kinds' forms, by kind, in the registry's order (the first is preselected).
+_FORMS = {kind.name: kind.form for kind in KINDS}
+# Inputs never shown again on a refused form.
+_SECRET_INPUTS = {field.key for form in _FORMS.values() for field in form.fields if field.secret}
 
 # How much of the namespace tree the warehouse page walks.
 TREE_LIMIT = 300
@@ -36,31 +43,39 @@ HISTORY_PAGES = 20
 HISTORY_SHOWN = 50
 
 
+def _value(field: FormField, raw: str) -> Any:
+    """What an input sends: None for nothing (the field is left out)."""
+    if field.widget == "checkbox":
+        return True if raw else None
+    if field.widget == "json":
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw  # not JSON: the API refuses it, naming the field
+    return raw if raw or field.required else None
+
+
 def _storage_body(data: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    kind = data.get("storage-type", "file")
-    if kind == "file":
-        return {"type": "file", "base-location": data.get("base-location", "")}, None
-    profile: dict[str, Any] = {
-        "type": "s3",
-        "bucket": data.get("bucket", ""),
-        "region": data.get("region", ""),
-    }
-    for key in ("key-prefix", "endpoint"):
-        if data.get(key):
-            profile[key] = data[key]
-    if data.get("path-style-access"):
-        profile["path-style-access"] = True
-    if data.get("flavor"):
-        profile["flavor"] = data["flavor"]
-    credential = None
-    if data.get("access-key-id") or data.get("secret-access-key"):
-        credential = {
-            "type": "s3",
-            "credential-type": "access-key",
-            "access-key-id": data.get("access-key-id", ""),
-            "secret-access-key": data.get("secret-access-key", ""),
-        }
-    return profile, credential
+    """The profile and credential the chosen kind's inputs describe (its `ConsoleForm`)."""
+    chosen = data.get("storage-type") or KINDS[0].name
+    form = _FORMS.get(chosen)
+    if form is None:
+        return {"type": chosen}, None  # no such kind: the API says which there are
+    profile: dict[str, Any] = {"type": chosen}
+    credential: dict[str, Any] = {}
+    for field in form.fields:
+        value = _value(field, data.get(field.key, ""))
+        if value is not None:
+            (credential if field.part == "credential" else profile)[field.key] = value
+    if not credential:
+        return profile, None
+    # Every credential input goes, empty or not: the API says which one is missing.
+    for field in form.fields:
+        if field.part == "credential" and field.widget == "text":
+            credential.setdefault(field.key, "")
+    return profile, {**form.credential, **credential}
 
 
 def _delete_profile(data: dict[str, str]) -> dict[str, Any]:
@@ -74,7 +89,8 @@ def _delete_profile(data: dict[str, str]) -> dict[str, Any]:
 @page
 async def new_warehouse(request: Request) -> Response:
     pid = request.path_params["project_id"]
-    return render(request, "warehouse_new.html", {"project_id": pid, "values": {}})
+    context = {"project_id": pid, "values": {}, "kinds": KINDS}
+    return render(request, "warehouse_new.html", context)
 
 
 @page
@@ -94,9 +110,9 @@ async def create_warehouse(request: Request) -> Response:
         answer = await call(request, "createWarehouse", body=body)
     except ApiError as error:
         # The access check's answer (or any refusal) on the form, with what was typed —
-        # never the secret key.
-        values = {k: v for k, v in data.items() if k != "secret-access-key"}
-        context = {"project_id": pid, "values": values, "error": error}
+        # never a secret.
+        values = {k: v for k, v in data.items() if k not in _SECRET_INPUTS}
+        context = {"project_id": pid, "values": values, "error": error, "kinds": KINDS}
         return render(request, "warehouse_new.html", context, status=error.status)
     return done(f"/ui/warehouses/{answer['warehouse-id']}", "Warehouse created")
 

@@ -9,14 +9,12 @@ always sent (`Answer`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 from uuid import UUID
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StrictBool,
     StrictInt,
@@ -26,13 +24,12 @@ from pydantic import (
 from typing_extensions import TypeAliasType
 
 from icelog.api.edge import Body, Query
-from icelog.commands.storage.s3_profile import (
-    _ARN,
-    _BUCKET,
-    _REGION,
-    MAX_VALIDITY_S,
-    MIN_VALIDITY_S,
-)
+from icelog.commands.storage import KINDS
+
+# Re-exported: the S3 models were defined here before each kind had a folder, and tests
+# import them from here.
+from icelog.commands.storage.s3.models import S3StorageCredential as S3StorageCredential  # noqa: PLC0414
+from icelog.commands.storage.s3.models import S3StorageProfile as S3StorageProfile  # noqa: PLC0414
 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
@@ -138,130 +135,42 @@ class RenameWarehouseRequest(Body):
 
 
 # -- storage ----------------------------------------------------------------------------------
-_URL = "^$|^https?://[^/?#]"  # an http(s) URL with a host (commands/storage/s3_profile._url)
+# Each storage kind's profile and credential models live in its folder (commands/storage/
+# <kind>/models.py); the unions are built from the registered kinds, so a kind adds its
+# models by being registered.
+def _union(models: list[type[BaseModel]]) -> Any:
+    return Union[tuple(models)]  # noqa: UP007 - its members are only known here
 
 
-class FileStorageProfile(Body):
-    type: Literal["file"]
-    base_location: StrictStr = documented(
-        "A `file:///<absolute directory>` URI (or an absolute path); the server must be able "
-        "to write there."
+_CREDENTIALED = [kind for kind in KINDS if kind.credential_model is not None]
+_WITHOUT = [kind.name for kind in KINDS if kind.credential_model is None]
+
+if TYPE_CHECKING:  # the unions are built at import time; to a type checker, any model
+    StorageProfile = BaseModel
+    StorageCredential = BaseModel
+else:
+    StorageProfile = TypeAliasType(
+        "StorageProfile",
+        Annotated[
+            _union([kind.profile_model for kind in KINDS]),
+            Field(discriminator="type"),
+        ],
     )
-
-
-class S3StorageProfile(Body):
-    """An S3 bucket (or a folder of it), Lakekeeper's shape. Stored (and returned) with every
-    field present, defaults filled in. At creation and update the server writes, reads, lists
-    and deletes a probe object with the credential (and assumes the role once when
-    `sts-enabled`); a failing step is a 400. `ICELOG_SKIP_STORAGE_VALIDATION=true` skips the
-    probe. Absent, null and (for text) empty fields take their defaults."""
-
-    type: Literal["s3"]
-    bucket: StrictStr = documented(
-        "3-63 lowercase letters, digits, '.' or '-'; no '..'", pattern=_BUCKET.pattern
+    StorageCredential = TypeAliasType(
+        "StorageCredential",
+        Annotated[
+            _union([kind.credential_model for kind in _CREDENTIALED]),
+            Field(
+                discriminator="type",
+                description="A secret for the storage: encrypted at rest outside the event "
+                "log, never part of a response.",
+                json_schema_extra={"writeOnly": True},
+            ),
+        ],
     )
-    key_prefix: StrictStr | None = optional(
-        "Folder of the warehouse in the bucket; outer '/' are dropped and no part may be "
-        "empty, '.' or '..'. Default: the whole bucket (stored as \"\")."
-    )
-    region: StrictStr = documented("e.g. us-east-1", pattern=_REGION.pattern)
-    endpoint: StrictStr | None = optional(
-        "S3 endpoint (an http(s) URL) for S3-compatible storage", pattern=_URL
-    )
-    path_style_access: StrictBool | None = optional("Default false")
-    flavor: Literal["aws", "s3-compat"] | None = optional("Default aws")
-    sts_enabled: StrictBool | None = optional(
-        "Vend STS credentials to clients (default false); on AWS it needs `sts-role-arn` or "
-        "`assume-role-arn`"
-    )
-    sts_endpoint: StrictStr | None = optional(
-        "STS endpoint (an http(s) URL); default: `endpoint`", pattern=_URL
-    )
-    assume_role_arn: StrictStr | None = optional("IAM role ARN", pattern=_ARN.pattern)
-    sts_role_arn: StrictStr | None = optional("IAM role ARN", pattern=_ARN.pattern)
-    sts_token_validity_seconds: StrictInt | None = optional(
-        "Default 3600", minimum=MIN_VALIDITY_S, maximum=MAX_VALIDITY_S
-    )
-    remote_signing_enabled: StrictBool | None = optional(
-        "Clients may have S3 requests signed (default true)"
-    )
-    allow_alternative_protocols: StrictBool | None = optional(
-        "Accept s3a:// and s3n:// table locations (default false)"
-    )
-    base_location: StrictStr | None = optional(
-        "`s3://<bucket>[/<key-prefix>]`, set by the server (ignored in requests)", readOnly=True
-    )
-    credential_id: UUID | None = optional(
-        "The sealed credential's id, set by the server (ignored in requests); the credential "
-        "itself is never returned",
-        readOnly=True,
-    )
-
-
-StorageProfile = TypeAliasType(
-    "StorageProfile",
-    Annotated[FileStorageProfile | S3StorageProfile, Field(discriminator="type")],
-)
-
-_KEY_ALIASES = {
-    "access-key-id": "aws-access-key-id",
-    "secret-access-key": "aws-secret-access-key",
-}
-
-
-def _credential_schema(schema: dict[str, Any]) -> None:
-    """Document the `aws-` spellings next to the plain ones (either one of each pair)."""
-    properties = schema["properties"]
-    for plain, aws in _KEY_ALIASES.items():
-        properties[aws] = dict(properties[plain])
-    schema["required"] = [name for name in schema["required"] if name not in _KEY_ALIASES]
-    schema["allOf"] = [
-        {"anyOf": [{"required": [plain]}, {"required": [aws]}]}
-        for plain, aws in _KEY_ALIASES.items()
-    ]
-
-
-class S3StorageCredential(Body):
-    """An access key. The `aws-` spellings (as the Doris and Fluss guides send them) are
-    accepted too; the plain ones win when both are sent."""
-
-    model_config = ConfigDict(json_schema_extra=_credential_schema)
-
-    type: Literal["s3"]
-    credential_type: Literal["access-key"] = "access-key"
-    access_key_id: StrictStr = Field(
-        validation_alias=AliasChoices("access-key-id", "aws-access-key-id"),
-        json_schema_extra={"pattern": "\\S"},
-    )
-    secret_access_key: StrictStr = Field(
-        validation_alias=AliasChoices("secret-access-key", "aws-secret-access-key"),
-        json_schema_extra={"minLength": 1},
-        repr=False,  # never in a log line
-    )
-    external_id: StrictStr | None = optional("External id for assuming `sts-role-arn`")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_spelling_wins(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            losing = [aws for plain, aws in _KEY_ALIASES.items() if plain in data and aws in data]
-            if losing:
-                return {key: value for key, value in data.items() if key not in losing}
-        return data
-
-
-# One kind today; Lakekeeper's other kinds (system identity, R2, ...) would join here.
-StorageCredential = TypeAliasType(
-    "StorageCredential",
-    Annotated[
-        S3StorageCredential,
-        Field(
-            discriminator="type",
-            description="A secret for the storage: encrypted at rest outside the event log, "
-            "never part of a response.",
-            json_schema_extra={"writeOnly": True},
-        ),
-    ],
+_CREDENTIAL_RULE = (
+    f"Required for {', '.join(kind.name for kind in _CREDENTIALED)} profiles; "
+    f"{', '.join(_WITHOUT) or 'no'} profiles take none (absent or null)."
 )
 
 
@@ -287,10 +196,7 @@ class CreateWarehouseRequest(Body):
         default=None, description="Default: `x-project-id`, else the nil UUID."
     )
     storage_profile: StorageProfile
-    storage_credential: StorageCredential | None = Field(
-        default=None,
-        description="Required for an s3 profile; a file profile takes none (absent or null).",
-    )
+    storage_credential: StorageCredential | None = Field(default=None, description=_CREDENTIAL_RULE)
     delete_profile: DeleteProfile | None = Field(default=None, description="Default: hard")
 
 
@@ -315,8 +221,9 @@ class ListWarehousesResponse(Answer):
 
 class UpdateWarehouseStorageRequest(Body):
     """New settings for the same storage: the type and the base location cannot change.
-    Without `storage-credential` an s3 warehouse keeps its credential; a file warehouse takes
-    none."""
+    Without `storage-credential` a warehouse keeps its credential, unless the change points
+    it at another store (an s3 endpoint, bucket, region or STS endpoint); a file warehouse
+    takes none."""
 
     storage_profile: StorageProfile
     storage_credential: StorageCredential | None = None

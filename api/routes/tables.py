@@ -44,6 +44,7 @@ from icelog.api.services import Services
 from icelog.api.storage_access import TableAccess
 from icelog.api.threads import run_in_thread
 from icelog.commands.catalog import TableState
+from icelog.commands.storage import clients_need_access
 from icelog.commands.tabular_values import Change
 from icelog.domain.errors import (
     BadRequestError,
@@ -240,7 +241,7 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
         mode = request.query_params.get("snapshots") or "all"
     if mode not in ("all", "refs"):
         raise BadRequestError("Invalid LoadTableQuery: snapshots: must be 'all' or 'refs'")
-    if _file_warehouse(svc, wid):
+    if _serves_clients_directly(svc, wid):
         # Nothing vended, no signer: the fields are always the same.
         fields, vended, scope = _PLAIN_FIELDS, False, ""
     else:
@@ -269,14 +270,21 @@ async def load_table_answer(request: Request) -> tuple[int, bytes, str | None] |
     return 200, body, etag
 
 
-# The response fields of a table in a file warehouse (`TableAccess()`), after the '{'.
+# The response fields of a table whose clients reach the files directly (`TableAccess()`),
+# after the '{'.
 _PLAIN_FIELDS = orjson.dumps(TableAccess().response_fields())[1:]
 
 
-def _file_warehouse(svc: Services, warehouse_id: UUID) -> bool:
-    """Whether the warehouse's recently read profile is a file one (False: not known)."""
+def _serves_clients_directly(svc: Services, warehouse_id: UUID) -> bool:
+    """Whether the warehouse's recently read profile is of a kind whose clients reach the
+    files directly, with nothing in the answer about storage (False: not known)."""
     cached = svc.catalog.app.cached_storage_profile(warehouse_id)
-    return cached is not None and cached.get("type") == "file"
+    if cached is None:
+        return False
+    try:
+        return not clients_need_access(cached)
+    except BadRequestError:
+        return False  # a profile no kind takes: the slow path says so
 
 
 def _if_none_match(request: Request) -> str | None:
@@ -290,12 +298,13 @@ def _if_none_match(request: Request) -> str | None:
 async def _access_for_row(
     request: Request, warehouse_id: UUID, name: TabularName, table_id: str, rights: DataRights
 ) -> TableAccess:
-    """The access of a table whose warehouse is not known to be a file one (the caller
-    answers those on the loop): S3 ones may call STS, so the work goes to a thread."""
+    """The access of a table whose clients are not known to reach the files directly (the
+    caller answers those on the loop): vending may call the storage's token service, so
+    the work goes to a thread."""
     svc = services(request)
 
     def build() -> TableAccess:
-        if svc.access.profile(warehouse_id).get("type") == "file":
+        if not clients_need_access(svc.access.profile(warehouse_id)):
             return TableAccess()
         location = svc.queries.tabular_location(table_id)
         if location is None:
@@ -422,7 +431,7 @@ def commit_transaction(request: Request, body: CommitTransactionRequest) -> None
 
 def load_credentials(request: Request) -> LoadCredentialsResponse:
     """Fresh vended credentials for a table (Java calls this before the old ones expire).
-    File warehouses, and S3 ones without STS, have none: an empty list."""
+    Warehouses whose storage does not vend have none: an empty list."""
     svc = services(request)
     name = _name(request)
     wid = svc.warehouse_for_prefix(prefix(request))
@@ -434,7 +443,7 @@ def load_credentials(request: Request) -> LoadCredentialsResponse:
     if not rights.any:
         raise ForbiddenError(f"Not allowed to read_data on table {name.dotted}")
     profile = svc.access.profile(wid)
-    if profile.get("type") != "s3" or not profile.get("sts-enabled"):
+    if not svc.access.vends(profile):
         return LoadCredentialsResponse(storage_credentials=[])
     vended = svc.access.vend(profile, location, write=rights.write)
     return LoadCredentialsResponse(

@@ -6,15 +6,29 @@ warehouse has. The registry (`commands/storage/registry.py`) finds a kind by the
 A profile is what the event log stores about a warehouse's storage: never a secret. Its
 credential is sealed in the secret vault and handed back here decrypted, as `credential`
 (None for kinds without one).
+
+Besides the methods, a kind describes itself to the layers that must not know it: its
+management-API models (`profile_model`, `credential_model`, from which the management
+API builds its unions) and its console form (`form`, which the console renders as it is).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
 
+from pydantic import BaseModel
+
+from icelog.commands.storage.policy import StoragePolicy
+from icelog.domain.errors import ForbiddenError, UnsupportedOperationError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
+from icelog.domain.storage_layout import FIELD as LAYOUT_FIELD
+
+# Fields every kind's profile takes: the registry normalises them and hands a kind its
+# profile without them (their models are in `shapes.ProfileBody`).
+SHARED_PROFILE_FIELDS = frozenset({LAYOUT_FIELD})
 
 
 @dataclass(frozen=True)
@@ -39,18 +53,129 @@ class VendedCredentials:
         return f"VendedCredentials(prefix={self.prefix!r}, expires_at_ms={self.expires_at_ms})"
 
 
+def storage_credentials(v: VendedCredentials) -> list[dict[str, Any]]:
+    """The REST spec's `storage-credentials` list (one StorageCredential)."""
+    return [{"prefix": v.prefix, "config": dict(v.config)}]
+
+
+# -- remote signing ---------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class SignRequest:
+    """A request a client is about to send to the storage, described for signing (the
+    REST spec's `S3SignRequest`). Its headers may hold anything: never printed."""
+
+    region: str
+    method: str
+    uri: str
+    headers: Mapping[str, Sequence[str]]
+    body: str | None = None
+
+    def __repr__(self) -> str:
+        return f"SignRequest(method={self.method!r})"
+
+
+class RemoteSigner(Protocol):
+    """Signs clients' requests with the warehouse's own credential (S3's remote signing),
+    for requests that stay inside the locations they are allowed."""
+
+    def addressed(self, request: SignRequest) -> str:
+        """The location a request touches (its object, or the prefix a listing names), to
+        find the table it belongs to. 400 / 403 for a request this signer never signs."""
+
+    def sign(self, request: SignRequest, *, allowed: Sequence[str], write: bool) -> dict[str, Any]:
+        """The signed request (the REST spec's `S3SignResponse`: `uri`, `headers`) when it
+        stays inside one of `allowed` (and only reads unless `write`); 403 otherwise."""
+
+
+class NoRemoteSigning:
+    """For kinds whose clients never have requests signed (every kind but S3): base class
+    of such a kind, so that it need not spell out the three signing members."""
+
+    def signs(self, profile: dict[str, Any]) -> bool:
+        return False
+
+    def signing_config(
+        self, profile: dict[str, Any], *, signer_uri: str, signer_endpoint: str
+    ) -> dict[str, str]:
+        return {}
+
+    def signer(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> RemoteSigner:
+        raise ForbiddenError("Remote signing is not enabled for this warehouse")
+
+
+class NoVending:
+    """For kinds that never vend credentials: base class of such a kind."""
+
+    def vends(self, profile: dict[str, Any]) -> bool:
+        return False
+
+    def vend(
+        self,
+        profile: dict[str, Any],
+        credential: dict[str, Any] | None,
+        location: str,
+        *,
+        write: bool,
+    ) -> VendedCredentials:
+        raise UnsupportedOperationError(
+            "Credential vending is not enabled for this warehouse's storage profile"
+        )
+
+
+# -- the console's form -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FormField:
+    """One input of the console's new-warehouse form: `key` is the profile's (or, with
+    `part="credential"`, the credential's) field and the input's name.
+
+    `widget`: `text`; `checkbox` (sends `true` when ticked, else nothing); `select` among
+    `choices` ((value, label) pairs; the value "" sends nothing); `json` (a text area whose
+    JSON value is sent, e.g. a service-account key). A `secret` input is never shown again
+    (text ones are password inputs). A `required` field is sent even when empty (the API
+    then says what is missing); others only when given."""
+
+    key: str
+    label: str
+    part: Literal["profile", "credential"] = "profile"
+    widget: Literal["text", "checkbox", "select", "json"] = "text"
+    placeholder: str = ""
+    choices: tuple[tuple[str, str], ...] = ()
+    secret: bool = False
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class ConsoleForm:
+    """How the console offers a kind: a title, the inputs, and what a credential holds
+    besides them (its `type`, a `credential-type`) when any credential input is filled."""
+
+    title: str
+    fields: tuple[FormField, ...]
+    credential: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+# -- the kind ---------------------------------------------------------------------------------
 class StorageKind(Protocol):
     """One kind of storage a warehouse can live on."""
 
     # The profile's `type` (and the credential's, where the management API names one).
     name: ClassVar[str]
+    # The management API's models of this kind's profile (a `ProfileBody` from
+    # `commands/storage/shapes.py`, whose `type` is `Literal[name]`) and of its credential
+    # (None: the kind takes none).
+    profile_model: ClassVar[type[BaseModel]]
+    credential_model: ClassVar[type[BaseModel] | None]
+    # The console's new-warehouse form for this kind.
+    form: ClassVar[ConsoleForm]
 
     def normalize(
-        self, profile: dict[str, Any], credential: object, policy: Any
+        self, profile: dict[str, Any], credential: object, policy: StoragePolicy
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Check a profile (and its credential) from the management API: the profile to
         store, with every field present and its `base-location`, and the credential to
-        seal. 400 on anything it cannot use; never echo a secret in the message."""
+        seal. 400 on anything it cannot use; never echo a secret in the message. The fields
+        every kind takes (`storage-layout`) are the registry's: never seen here."""
 
     def keeps_credential(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
         """Whether a profile update that brings no credential may keep the sealed one."""
@@ -70,7 +195,9 @@ class StorageKind(Protocol):
 
     def client_config(self, profile: dict[str, Any]) -> dict[str, str]:
         """What every client with any right on a table needs to reach the storage
-        (endpoints, region), credentials aside."""
+        (endpoints, region), credentials aside. Empty when clients reach the files
+        directly (and neither vending nor signing is on: then a table's answer carries
+        nothing about storage)."""
 
     def vends(self, profile: dict[str, Any]) -> bool:
         """Whether the profile turns credential vending on."""
@@ -85,3 +212,16 @@ class StorageKind(Protocol):
     ) -> VendedCredentials:
         """Credentials for one table location inside the warehouse: read-only, or
         read-write when `write`. Refuses (400) a location outside the base location."""
+
+    def signs(self, profile: dict[str, Any]) -> bool:
+        """Whether the profile offers remote signing (clients send their requests to the
+        catalog to be signed). `NoRemoteSigning` for kinds that never do."""
+
+    def signing_config(
+        self, profile: dict[str, Any], *, signer_uri: str, signer_endpoint: str
+    ) -> dict[str, str]:
+        """The table config that makes clients sign through the catalog: the signer at
+        `signer_uri` (the catalog's root URL) + `signer_endpoint` (the table's path)."""
+
+    def signer(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> RemoteSigner:
+        """The warehouse's signer; 403 when the profile does not offer signing."""

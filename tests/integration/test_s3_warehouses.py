@@ -217,7 +217,9 @@ def test_validation_names_the_step_and_never_the_secret(api: Api, s3: S3) -> Non
         ({"sts-token-validity-seconds": 10}, "sts-token-validity-seconds"),
         ({"endpoint": "ftp://x"}, "endpoint"),
         # Lakekeeper fields icelog does not act on are refused, not silently ignored.
-        ({"storage-layout": "full-hierarchy"}, "storage-layout: Extra inputs are not permitted"),
+        ({"aws-kms-key-arn": "arn:aws:kms:x"}, "aws-kms-key-arn: Extra inputs are not permitted"),
+        # A layout is an object (Lakekeeper's StorageLayout), not a name.
+        ({"storage-layout": "full-hierarchy"}, "storage-layout"),
         ({"key-prefix": "a/../b"}, "key-prefix"),
         ({"sts-enabled": True, "flavor": "aws"}, "sts-role-arn"),
     ],

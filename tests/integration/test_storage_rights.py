@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from icelog.commands.storage.s3 import KIND as S3_KIND
 from icelog.commands.storage.s3 import S3Access
 from icelog.commands.storage.vending import boto3_assume_role
 from tests.integration.conftest import SCHEMA, Authed
@@ -141,7 +142,7 @@ class Scene:
 
 
 @pytest.fixture
-def scene(authed: Authed, moto: Moto) -> Scene:
+def scene(authed: Authed, moto: Moto, monkeypatch: pytest.MonkeyPatch) -> Scene:
     alice = Caller(authed, "alice", "Alice")
     alice.ok("POST", f"{MGMT}/bootstrap", {"accept-terms-of-use": True})
     name = f"wh-{uuid.uuid4().hex[:8]}"
@@ -187,7 +188,8 @@ def scene(authed: Authed, moto: Moto) -> Scene:
         ns["namespace-id"],
         table["metadata"]["table-uuid"],
     )
-    vendor: Any = authed.services.access._vendor
+    # The S3 kind's vendor, which the process shares (its cache, its STS call).
+    vendor: Any = S3_KIND.vendor
 
     def recording(
         access: S3Access, endpoint: str | None, region: str, params: Mapping[str, Any]
@@ -195,7 +197,7 @@ def scene(authed: Authed, moto: Moto) -> Scene:
         found.policies.append(json.loads(params["Policy"]))
         return boto3_assume_role(access, endpoint, region, params)
 
-    vendor._assume_role = recording
+    monkeypatch.setattr(vendor, "_assume_role", recording)
     vendor._cache.clear()
     return found
 

@@ -11,12 +11,16 @@
 
   // The storage form shows the fields of the chosen storage type only.
   function storage(form) {
-    var chosen = form.querySelector("input[name=storage-type]:checked");
-    var kind = chosen ? chosen.value : "file";
+    var chosen = form.querySelector("input[name=storage-type]:checked")
+      || form.querySelector("input[name=storage-type]");
+    var kind = chosen ? chosen.value : "";
     form.querySelectorAll("[data-for]").forEach(function (part) {
       var on = part.getAttribute("data-for") === kind;
       part.hidden = !on;
-      part.querySelectorAll("input, select").forEach(function (input) { input.disabled = !on; });
+      // Kinds may share an input's name: only the chosen kind's inputs are sent.
+      part.querySelectorAll("input, select, textarea").forEach(function (input) {
+        input.disabled = !on;
+      });
     });
   }
   document.querySelectorAll("[data-storage-form]").forEach(function (form) {

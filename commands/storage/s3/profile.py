@@ -1,0 +1,300 @@
+"""S3 storage profiles and credentials (Lakekeeper's shapes), and the access probe.
+
+A profile describes where a warehouse lives and how clients get access; it is stored in
+the event log, so it never holds a secret. The credential (access key + secret) is
+validated here and stored by the caller in the secret vault; the profile keeps only its id.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from typing import Any
+from urllib.parse import urlparse, urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
+from botocore.utils import validate_region_name
+
+from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS
+from icelog.commands.storage.s3.objects import (
+    NOT_S3,
+    S3Access,
+    client_for,
+    failure_reason,
+    split_location,
+)
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import reject_control_characters
+from icelog.domain.locations import Location
+
+# Fields a profile may carry: its own, and those of every kind (`storage-layout`), which the
+# registry takes out and normalises before a profile reaches `normalize_s3_profile`.
+# Lakekeeper fields icelog does not act on yet are refused, so that a setting never
+# silently does nothing.
+_FIELDS = SHARED_PROFILE_FIELDS | {
+    "type",
+    "bucket",
+    "key-prefix",
+    "region",
+    "endpoint",
+    "path-style-access",
+    "flavor",
+    "sts-enabled",
+    "sts-endpoint",
+    "assume-role-arn",
+    "sts-role-arn",
+    "sts-token-validity-seconds",
+    "remote-signing-enabled",
+    "allow-alternative-protocols",
+}
+# Written by icelog into the stored profile; accepted back from a client that round-trips
+# a profile it read from GET warehouse.
+_DERIVED = {"base-location", "credential-id"}
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
+# botocore's own rule for region names (a name it refuses would fail later, not here).
+_REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
+_ARN = re.compile(r"^arn:[A-Za-z0-9\-]+:[A-Za-z0-9\-]+:[A-Za-z0-9\-]*:[0-9]*:.+$")
+MIN_VALIDITY_S, MAX_VALIDITY_S = 900, 43_200
+
+
+def _optional_str(profile: dict[str, Any], key: str) -> str | None:
+    value = profile.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequestError(f"storage-profile.{key} must be a string")
+    return value
+
+
+def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
+    value = profile.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequestError(f"storage-profile.{key} must be true or false")
+    return value
+
+
+def _url(value: str | None, key: str) -> str | None:
+    if value is None:
+        return None
+    if not _valid_netloc(value) or urlparse(value).scheme not in ("http", "https"):
+        raise BadRequestError(f"storage-profile.{key} must be an http(s) URL, got {value!r}")
+    parts = urlparse(value)
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        # The endpoint is logged and handed to every client: no credentials in it, and no
+        # query or fragment that would change what the S3 clients call.
+        raise BadRequestError(
+            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
+            "information, query or fragment"
+        )
+    return value.rstrip("/")
+
+
+def _botocore_region(region: str) -> bool:
+    try:
+        validate_region_name(region)
+    except InvalidRegionError:
+        return False
+    return True
+
+
+def _valid_netloc(value: str) -> bool:
+    try:
+        parsed = urlparse(value)
+        _ = parsed.port  # raises on a port that is not a number or out of range
+    except ValueError:
+        return False
+    return bool(parsed.hostname)
+
+
+def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    """Check an `s3` profile and return it with every field present and `base-location`."""
+    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
+    if unknown:
+        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    bucket = profile.get("bucket")
+    if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket) or ".." in bucket:
+        raise BadRequestError(
+            "storage-profile.bucket must be an S3 bucket name (3-63 lowercase letters, "
+            "digits, '.' or '-')"
+        )
+    region = profile.get("region")
+    if not isinstance(region, str) or not _REGION.fullmatch(region) or not _botocore_region(region):
+        raise BadRequestError("storage-profile.region is required (e.g. us-east-1)")
+    prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
+    reject_control_characters(prefix, "storage-profile.key-prefix")
+    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
+        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
+    flavor = profile.get("flavor") or "aws"
+    if flavor not in ("aws", "s3-compat"):
+        raise BadRequestError("storage-profile.flavor must be 'aws' or 's3-compat'")
+    validity = profile.get("sts-token-validity-seconds", 3600)
+    if validity is None:
+        validity = 3600
+    if (
+        not isinstance(validity, int)
+        or isinstance(validity, bool)
+        or not MIN_VALIDITY_S <= validity <= MAX_VALIDITY_S
+    ):
+        raise BadRequestError(
+            "storage-profile.sts-token-validity-seconds must be an integer from "
+            f"{MIN_VALIDITY_S} to {MAX_VALIDITY_S}"
+        )
+    roles = {}
+    for key in ("assume-role-arn", "sts-role-arn"):
+        arn = _optional_str(profile, key)
+        if arn is not None and not _ARN.match(arn):
+            raise BadRequestError(f"storage-profile.{key} must be an IAM role ARN")
+        roles[key] = arn
+    sts_enabled = _bool(profile, "sts-enabled", False)
+    no_role = roles["sts-role-arn"] is None and roles["assume-role-arn"] is None
+    if sts_enabled and flavor == "aws" and no_role:
+        raise BadRequestError(
+            "storage-profile.sts-role-arn (or assume-role-arn) is required for STS "
+            "credential vending on AWS"
+        )
+    base = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+    # The same rules as every other location (no encoded dots, lengths, characters).
+    base = str(Location.parse(base, "storage-profile.key-prefix"))
+    return {
+        "type": "s3",
+        "bucket": bucket,
+        "key-prefix": prefix,
+        "region": region,
+        "endpoint": _url(_optional_str(profile, "endpoint"), "endpoint"),
+        "path-style-access": _bool(profile, "path-style-access", False),
+        "flavor": flavor,
+        "sts-enabled": sts_enabled,
+        "sts-endpoint": _url(_optional_str(profile, "sts-endpoint"), "sts-endpoint"),
+        "assume-role-arn": roles["assume-role-arn"],
+        "sts-role-arn": roles["sts-role-arn"],
+        "sts-token-validity-seconds": validity,
+        "remote-signing-enabled": _bool(profile, "remote-signing-enabled", True),
+        "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
+        "base-location": base,
+    }
+
+
+def check_endpoint_host(allowed: tuple[str, ...], key: str, url: str | None) -> None:
+    """An endpoint's host (or host:port) must be one of `allowed` (ICELOG_S3_ENDPOINT_HOSTS);
+    nothing allowed: any host."""
+    if url is None or not allowed:
+        return
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    with_port = f"{host}:{parts.port}" if parts.port is not None else host
+    if host not in allowed and with_port not in allowed:
+        raise BadRequestError(
+            f"storage-profile.{key} is not an allowed S3 endpoint host (ICELOG_S3_ENDPOINT_HOSTS)"
+        )
+
+
+def normalize_s3_credential(credential: object) -> dict[str, Any]:
+    """`{"type": "s3", "credential-type": "access-key", ...}`; the `aws-` spellings that
+    the Doris and Fluss guides send are accepted too. Messages never echo values."""
+    if not isinstance(credential, dict):
+        raise BadRequestError("storage-credential must be an object")
+    if credential.get("type") != "s3":
+        raise BadRequestError("storage-credential.type must be 's3' for an s3 storage profile")
+    kind = credential.get("credential-type", "access-key")
+    if kind != "access-key":
+        raise BadRequestError(
+            f"storage-credential.credential-type {kind!r} is not supported; use 'access-key'"
+        )
+    key_id = credential.get("access-key-id", credential.get("aws-access-key-id"))
+    secret = credential.get("secret-access-key", credential.get("aws-secret-access-key"))
+    if not isinstance(key_id, str) or not key_id.strip():
+        raise BadRequestError("storage-credential.access-key-id is required")
+    if not isinstance(secret, str) or not secret:
+        raise BadRequestError("storage-credential.secret-access-key is required")
+    external_id = credential.get("external-id")
+    if external_id is not None and not isinstance(external_id, str):
+        raise BadRequestError("storage-credential.external-id must be a string")
+    normalized: dict[str, Any] = {
+        "type": "s3",
+        "credential-type": "access-key",
+        "access-key-id": key_id.strip(),
+        "secret-access-key": secret,
+    }
+    if external_id:
+        normalized["external-id"] = external_id
+    return normalized
+
+
+def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3Access:
+    """How the catalog itself reaches a warehouse's bucket."""
+    return S3Access(
+        region=str(profile["region"]),
+        endpoint=profile.get("endpoint"),
+        path_style=bool(profile.get("path-style-access")),
+        access_key_id=None if credential is None else credential["access-key-id"],
+        secret_access_key=None if credential is None else credential["secret-access-key"],
+    )
+
+
+# The whole access check: a store that answers slowly enough never trips a per-read
+# timeout, so the check runs in a thread the request stops waiting for.
+PROBE_DEADLINE_S = 20.0
+
+
+def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
+    """The access check within PROBE_DEADLINE_S (`_probe` says what it checks)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            _probe(profile, access)
+        except BaseException as exc:  # handed to the waiting request
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    # A daemon thread: a probe stuck on a dripping socket neither holds the request nor
+    # the process's exit.
+    worker = threading.Thread(target=run, name="icelog-s3-probe", daemon=True)
+    worker.start()
+    worker.join(PROBE_DEADLINE_S)
+    if not outcome:
+        raise BadRequestError(f"Storage validation failed: {NOT_S3}")
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def _probe(profile: dict[str, Any], access: S3Access) -> None:
+    """Write, read, list and delete one object below the base location, as Lakekeeper
+    does at warehouse creation. When an S3 service answered with an error, the error names
+    the step and the S3 error code; any other failure, at whatever step, is the one phrase
+    NOT_S3 — so that the check cannot tell a closed port from a web server (docs/security.md).
+    """
+    bucket, prefix = split_location(profile["base-location"])
+    key = (
+        f"{prefix}/.icelog-probe-{uuid.uuid4().hex}"
+        if prefix
+        else f".icelog-probe-{uuid.uuid4().hex}"
+    )
+    not_s3 = BadRequestError(f"Storage validation failed: {NOT_S3}")
+    try:
+        client = client_for(access, quick=True)
+    except (BotoCoreError, ValueError):
+        raise not_s3 from None
+    payload = b"icelog storage probe"
+    step = "write"
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=payload)
+        step = "read"
+        read = client.get_object(Bucket=bucket, Key=key)["Body"].read(len(payload) + 1)
+        if read != payload:
+            raise not_s3  # no S3 service answers a read with other bytes
+        step = "list"
+        client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        step = "delete"
+        client.delete_object(Bucket=bucket, Key=key)
+    except (ClientError, BotoCoreError) as exc:
+        reason = failure_reason(exc)
+        if reason == NOT_S3:
+            raise not_s3 from None
+        raise BadRequestError(
+            f"Storage validation failed: could not {step} s3://{bucket}/{key}: {reason}"
+        ) from None
