@@ -15,6 +15,8 @@ path the blob name, as written. A location outside the root is refused before an
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from typing import Any
@@ -87,15 +89,21 @@ class _Watchdog:
 
 
 def _close(response: Any) -> None:
-    # Closing the transport's response ends a read blocked on its socket.
-    internal = getattr(response, "internal_response", None)
+    """End a read blocked on the response's socket. Closing a socket from another thread does
+    not wake a thread blocked in recv(); shutting it down does. Only a body still being read
+    has a file descriptor: a finished one has given its connection back to the pool (and
+    `fileno()` raises), so no other request's socket is touched."""
+    raw = getattr(getattr(response, "internal_response", None), "raw", None)
     try:
-        if internal is not None:
-            internal.close()
-        else:
-            response.close()
-    except Exception:  # noqa: S110 - best effort: the read fails either way
-        pass
+        fd = raw.fileno() if raw is not None else -1
+    except (OSError, ValueError, AttributeError):
+        fd = -1
+    if fd >= 0:
+        try:
+            with socket.socket(fileno=os.dup(fd)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone: the read has ended anyway
 
 
 class AdlsFileIO:
@@ -177,7 +185,7 @@ class AdlsFileIO:
                         location, f"not read within {self._read_timeout_s:g} s"
                     ) from None
                 if isinstance(exc, AzureError) and code_of(exc) == "InvalidRange":
-                    return b""  # a ranged download of an empty blob
+                    return self._empty(name, location)  # a ranged download of 0 bytes
                 if isinstance(exc, AzureError):
                     raise _storage_failure("read", location, exc) from None
                 raise
@@ -186,6 +194,18 @@ class AdlsFileIO:
         if len(data) > limit:
             raise UnreadableFileError(location, f"larger than {limit} bytes")
         return bytes(data)
+
+    def _empty(self, name: str, location: str) -> bytes:
+        """An empty blob's content, unless it is a directory entry (which is empty too)."""
+        try:
+            properties = self._blob(name).get_blob_properties()
+        except ResourceNotFoundError:
+            raise FileNotFoundError(location) from None
+        except AzureError as exc:
+            raise _storage_failure("read", location, exc) from None
+        if is_folder(properties.metadata):
+            raise UnreadableFileError(location, "a directory")
+        return b""
 
     def exists(self, location: str) -> bool:
         name = self._name(location, allow_root=True)
