@@ -22,7 +22,7 @@ from typing import Any
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.identity import ClientSecretCredential
-from azure.storage.blob import BlobServiceClient
+from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
 from icelog.commands.storage.adls.profile import DEFAULT_AUTHORITY_HOST, endpoint_of
 
@@ -88,7 +88,7 @@ def service_client(
         credential=_storage_credential(profile, credential),
         connection_timeout=3 if quick else 10,
         read_timeout=10 if quick else 30,
-        retry_total=1 if quick else 3,
+        retry_policy=retry_policy(quick=quick),
         # Reads are bounded by the caller; smaller requests keep each one short.
         max_single_get_size=4 << 20,
         max_chunk_get_size=4 << 20,
@@ -99,6 +99,16 @@ def service_client(
         if len(_CLIENTS) >= _MAX_CLIENTS:
             _CLIENTS.clear()
         return _CLIENTS.setdefault(key, client)
+
+
+def retry_policy(*, quick: bool) -> ExponentialRetry:
+    """azure-storage-blob waits 15 s before its first retry: far too long on a request path
+    (loadTable, the warehouse check). A second or two, then a few more."""
+    if quick:
+        return ExponentialRetry(
+            initial_backoff=1, increment_base=2, retry_total=1, random_jitter_range=1
+        )
+    return ExponentialRetry(initial_backoff=1, increment_base=3, retry_total=3)
 
 
 def status_of(exc: BaseException) -> int | None:

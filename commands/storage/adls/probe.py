@@ -23,7 +23,12 @@ from typing import Any
 from azure.core.exceptions import AzureError
 from azure.storage.blob import BlobClient
 
-from icelog.commands.storage.adls.clients import NOT_AZURE, failure_reason, service_client
+from icelog.commands.storage.adls.clients import (
+    NOT_AZURE,
+    failure_reason,
+    retry_policy,
+    service_client,
+)
 from icelog.commands.storage.adls.profile import endpoint_of
 from icelog.commands.storage.adls.vending import sign_with_catalog_credential, table_directory
 from icelog.domain.errors import BadRequestError, CatalogError
@@ -120,7 +125,7 @@ def _probe_sas(profile: dict[str, Any], credential: dict[str, Any]) -> None:
         credential=sas.token,
         connection_timeout=3,
         read_timeout=10,
-        retry_total=1,
+        retry_policy=retry_policy(quick=True),
     )
     try:
         blob.upload_blob(_PAYLOAD, overwrite=False)
