@@ -131,12 +131,18 @@ class AdlsFileIO:
     def root(self) -> Location:
         return self._root
 
-    def _name(self, location: str, *, allow_root: bool = False) -> str:
-        """The blob name of a location inside the root; OutsideStorageError otherwise."""
+    def _inside(self, location: str) -> Location:
+        """A location inside the root (or the root); OutsideStorageError otherwise."""
         parsed = Location.parse(location, encoded_separators=True)
         if not self._root.contains(parsed):
             raise OutsideStorageError(f"Location {location} is outside the warehouse {self._root}")
-        if parsed == self._root and not allow_root:
+        return parsed
+
+    def _name(self, location: str) -> str:
+        """The blob name of a file location: inside the root, never the root itself (the
+        warehouse folder is not a file)."""
+        parsed = self._inside(location)
+        if parsed == self._root or not parsed.key:
             raise OutsideStorageError(f"Location {location} is the warehouse folder itself")
         return parsed.key
 
@@ -208,11 +214,11 @@ class AdlsFileIO:
         return b""
 
     def exists(self, location: str) -> bool:
-        name = self._name(location, allow_root=True)
-        if not name or Location.parse(location, encoded_separators=True) == self._root:
-            return False
+        parsed = self._inside(location)
+        if parsed == self._root or not parsed.key:
+            return False  # the warehouse folder is not a file
         try:
-            properties = self._blob(name).get_blob_properties()
+            properties = self._blob(parsed.key).get_blob_properties()
         except ResourceNotFoundError:
             return False
         except AzureError as exc:
@@ -222,7 +228,7 @@ class AdlsFileIO:
     def holds_files(self, location: str) -> bool:
         """One listing of at most LISTING_PAGE names below `location/`: any blob that is not
         a directory entry holds files; a full page of directory entries counts as holding."""
-        name = self._name(location, allow_root=True)
+        name = self._inside(location).key
         prefix = f"{name}/" if name else ""
         container = self._client.get_container_client(self._container)
         try:

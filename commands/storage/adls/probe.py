@@ -15,6 +15,7 @@ network). The whole check runs in a thread the request stops waiting for at a de
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 import uuid
@@ -127,9 +128,12 @@ def _probe_sas(profile: dict[str, Any], credential: dict[str, Any]) -> None:
         read_timeout=10,
         retry_policy=retry_policy(quick=True),
     )
+    written = False
     try:
         blob.upload_blob(_PAYLOAD, overwrite=False)
+        written = True
         blob.delete_blob()
+        written = False
     except AzureError as exc:
         reason = failure_reason(exc)
         if reason == NOT_AZURE:
@@ -138,3 +142,8 @@ def _probe_sas(profile: dict[str, Any], credential: dict[str, Any]) -> None:
         raise BadRequestError(
             f"Storage validation failed: a vended SAS token was refused at {folder}: {reason}{hint}"
         ) from None
+    finally:
+        if written:  # the token could write but not delete: leave no probe behind
+            with contextlib.suppress(AzureError):
+                catalog = service_client(profile, credential, quick=True)
+                catalog.get_blob_client(profile["filesystem"], name).delete_blob()
