@@ -1,0 +1,106 @@
+"""The ADLS Gen2 storage kind: profiles of `type: adls`, credentials of `type: az`."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, ClassVar
+
+from icelog.commands.storage.adls import probe
+from icelog.commands.storage.adls.clients import credential_digest, service_client
+from icelog.commands.storage.adls.fileio import AdlsFileIO
+from icelog.commands.storage.adls.profile import (
+    TYPE,
+    normalize_credential,
+    normalize_profile,
+    same_storage_and_trust,
+)
+from icelog.commands.storage.adls.vending import SasVendor, client_config
+from icelog.commands.storage.kind import StorageLimits, VendedCredentials
+from icelog.domain.errors import ServiceUnavailableError
+from icelog.domain.locations import Location
+from icelog.domain.ports import FileIO
+
+_MAX_CACHED = 1024
+
+
+class AdlsKind:
+    """Warehouses on Azure Data Lake Storage Gen2 (or any Blob API endpoint serving it)."""
+
+    name: ClassVar[str] = TYPE
+
+    def __init__(self) -> None:
+        self._vendor = SasVendor()
+        self._ios: dict[tuple[Any, ...], AdlsFileIO] = {}
+        self._lock = threading.Lock()
+
+    def normalize(
+        self, profile: dict[str, Any], credential: object, policy: Any
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        normalized = normalize_profile(profile)
+        # The catalog connects to both URLs: where warehouses may send it is the operator's
+        # call (the same check as for S3 endpoints, when the policy has one).
+        check = getattr(policy, "check_endpoint", None)
+        if callable(check):
+            check("endpoint", normalized["endpoint"])
+            check("authority-host", normalized["authority-host"])
+        return normalized, normalize_credential(credential)
+
+    def keeps_credential(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        return same_storage_and_trust(old, new)
+
+    def check_access(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
+        probe.check_access(profile, _required(credential))
+
+    def storage_root(self, profile: dict[str, Any]) -> Location:
+        return Location.parse(profile.get("base-location"), "storage-profile.base-location")
+
+    def file_io(
+        self, profile: dict[str, Any], credential: dict[str, Any] | None, limits: StorageLimits
+    ) -> FileIO:
+        credential = _required(credential)
+        key = (
+            profile["base-location"],
+            profile.get("endpoint"),
+            profile.get("authority-host"),
+            credential_digest(credential),
+            limits,
+        )
+        with self._lock:
+            found = self._ios.get(key)
+        if found is None:
+            found = AdlsFileIO(
+                service_client(profile, credential),
+                Location.parse(profile["base-location"], "storage-profile.base-location"),
+                max_read_bytes=limits.max_read_bytes,
+                read_timeout_s=limits.read_timeout_s,
+            )
+            with self._lock:
+                if len(self._ios) >= _MAX_CACHED:
+                    self._ios.clear()
+                found = self._ios.setdefault(key, found)
+        return found
+
+    def client_config(self, profile: dict[str, Any]) -> dict[str, str]:
+        return client_config(profile)
+
+    def vends(self, profile: dict[str, Any]) -> bool:
+        return bool(profile.get("sas-enabled"))
+
+    def vend(
+        self,
+        profile: dict[str, Any],
+        credential: dict[str, Any] | None,
+        location: str,
+        *,
+        write: bool,
+    ) -> VendedCredentials:
+        return self._vendor.vend(profile, credential, location, write=write)
+
+
+def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
+    if credential is None:
+        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
+    return credential
+
+
+KIND = AdlsKind()

@@ -1,0 +1,276 @@
+"""ADLS Gen2 storage profiles and credentials (Lakekeeper's `AdlsProfile` and `AzCredential`
+shapes), normalised for storing.
+
+A profile is stored in the event log, so it never holds a secret; the credential is checked
+here and sealed by the caller. Every field Lakekeeper defines is acted on, and one field is
+icelog's own: `endpoint`, the Blob API URL the catalog and its clients call (the default is the
+account's `blob` twin of `host`; an emulator such as Azurite serves `http://127.0.0.1:10000/
+<account>`). Table locations keep their ADLS spelling, `abfss://<filesystem>@<account>.<host>/...`,
+whatever the endpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from icelog.domain.errors import BadRequestError
+from icelog.domain.identifiers import reject_control_characters
+from icelog.domain.locations import Location
+
+TYPE = "adls"
+CREDENTIAL_TYPE = "az"
+DEFAULT_HOST = "dfs.core.windows.net"
+DEFAULT_AUTHORITY_HOST = "https://login.microsoftonline.com"
+DEFAULT_VALIDITY_S = 3600
+# Azure caps a user delegation key (and so a user delegation SAS) at seven days. A SAS shorter
+# than a minute would expire while a client still plans its first read.
+MIN_VALIDITY_S, MAX_VALIDITY_S = 60, 7 * 24 * 3600
+# Lakekeeper's limit: keys are at most 1,024 bytes, and tables need room below the prefix.
+MAX_KEY_PREFIX_CHARS = 512
+
+_FIELDS = {
+    "type",
+    "account-name",
+    "filesystem",
+    "key-prefix",
+    "host",
+    "authority-host",
+    "sas-enabled",
+    "sas-token-validity-seconds",
+    "allow-alternative-protocols",
+    "storage-layout",
+    "endpoint",
+}
+# Written by icelog into the stored profile; accepted back from a client that round-trips a
+# profile it read from GET warehouse.
+_DERIVED = {"base-location", "credential-id"}
+# Azure's naming rules: accounts 3-24 lowercase letters and digits; containers (filesystems)
+# 3-63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit.
+ACCOUNT_NAME = re.compile(r"^[a-z0-9]{3,24}$")
+FILESYSTEM_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$")
+_LABEL = r"[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?"
+HOST_NAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})+$")
+# Entra ID tenants are GUIDs or verified domain names; application (client) ids are GUIDs.
+# Either becomes part of a URL path or form, so nothing else gets through.
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-]{0,253}$")
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-]{0,127}$")
+_CREDENTIAL_FIELDS = {
+    "shared-access-key": {"type", "credential-type", "key"},
+    "client-credentials": {"type", "credential-type", "client-id", "tenant-id", "client-secret"},
+}
+
+
+def _optional_str(profile: dict[str, Any], key: str) -> str | None:
+    value = profile.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadRequestError(f"storage-profile.{key} must be a string")
+    return value
+
+
+def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
+    value = profile.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise BadRequestError(f"storage-profile.{key} must be true or false")
+    return value
+
+
+def _url(value: str | None, key: str, *, schemes: tuple[str, ...]) -> str | None:
+    """scheme://host[:port][/path] with no user information, query or fragment: the URL is
+    logged and handed to clients, so it must never carry a credential, and a query would
+    change what the SDKs call."""
+    if value is None:
+        return None
+    shown = " or ".join(schemes)
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # raises on a port that is not a number or out of range
+    except ValueError:
+        raise BadRequestError(f"storage-profile.{key} must be an {shown} URL") from None
+    if parts.scheme not in schemes or not parts.hostname:
+        raise BadRequestError(f"storage-profile.{key} must be an {shown} URL")
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        raise BadRequestError(
+            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
+            "information, query or fragment"
+        )
+    if any(ch.isspace() for ch in value) or "\\" in value or "%" in value:
+        raise BadRequestError(f"storage-profile.{key} must not contain white space, '\\' or '%'")
+    return value.rstrip("/")
+
+
+def default_endpoint(account: str, host: str) -> str | None:
+    """The Blob API endpoint of an account whose DFS host is `host`: `dfs.<suffix>` is served
+    at `blob.<suffix>` (None for any other host: there is no rule to guess by)."""
+    if not host.startswith("dfs."):
+        return None
+    return f"https://{account}.blob.{host[len('dfs.') :]}"
+
+
+def endpoint_of(profile: dict[str, Any]) -> str:
+    """The Blob API URL the catalog and its clients call for a normalised profile."""
+    endpoint = profile.get("endpoint") or default_endpoint(profile["account-name"], profile["host"])
+    if endpoint is None:  # normalize_profile refuses such a profile
+        raise BadRequestError("The adls storage profile has no Blob API endpoint")
+    return str(endpoint)
+
+
+def _validity(profile: dict[str, Any]) -> int:
+    validity = profile.get("sas-token-validity-seconds")
+    if validity is None:
+        return DEFAULT_VALIDITY_S
+    if (
+        not isinstance(validity, int)
+        or isinstance(validity, bool)
+        or not MIN_VALIDITY_S <= validity <= MAX_VALIDITY_S
+    ):
+        raise BadRequestError(
+            "storage-profile.sas-token-validity-seconds must be an integer from "
+            f"{MIN_VALIDITY_S} to {MAX_VALIDITY_S} (7 days)"
+        )
+    return validity
+
+
+def _key_prefix(profile: dict[str, Any]) -> str:
+    prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
+    reject_control_characters(prefix, "storage-profile.key-prefix")
+    if len(prefix) > MAX_KEY_PREFIX_CHARS:
+        raise BadRequestError(
+            f"storage-profile.key-prefix must be at most {MAX_KEY_PREFIX_CHARS} characters"
+        )
+    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
+        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
+    return prefix
+
+
+def normalize_profile(profile: dict[str, Any]) -> dict[str, Any]:
+    """Check an `adls` profile and return it with every field present and `base-location`
+    (`abfss://<filesystem>@<account>.<host>[/<key-prefix>]`). 400 on anything unusable; an
+    unknown field is refused, so that a setting never silently does nothing."""
+    if profile.get("type") != TYPE:
+        raise BadRequestError("storage-profile.type must be 'adls'")
+    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
+    if unknown:
+        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    account = profile.get("account-name")
+    if not isinstance(account, str) or not ACCOUNT_NAME.fullmatch(account):
+        raise BadRequestError(
+            "storage-profile.account-name must be an Azure storage account name "
+            "(3-24 lowercase letters and digits)"
+        )
+    filesystem = profile.get("filesystem")
+    if not isinstance(filesystem, str) or not FILESYSTEM_NAME.fullmatch(filesystem):
+        raise BadRequestError(
+            "storage-profile.filesystem must be an ADLS filesystem (container) name "
+            "(3-63 lowercase letters, digits and single '-', starting and ending with a "
+            "letter or digit)"
+        )
+    host = (_optional_str(profile, "host") or DEFAULT_HOST).lower().rstrip(".")
+    if not HOST_NAME.fullmatch(host) or len(host) > 253:
+        raise BadRequestError(
+            "storage-profile.host must be a DNS name such as dfs.core.windows.net"
+        )
+    endpoint = _url(_optional_str(profile, "endpoint"), "endpoint", schemes=("http", "https"))
+    if endpoint is None and default_endpoint(account, host) is None:
+        raise BadRequestError(
+            "storage-profile.endpoint (the Blob API URL) is required when host does not "
+            "start with 'dfs.'"
+        )
+    authority = _url(_optional_str(profile, "authority-host"), "authority-host", schemes=("https",))
+    layout = profile.get("storage-layout")
+    if layout is not None and not isinstance(layout, dict):
+        raise BadRequestError("storage-profile.storage-layout must be an object")
+    prefix = _key_prefix(profile)
+    root = f"abfss://{filesystem}@{account}.{host}"
+    # The same rules as every other location (characters, encodings, lengths).
+    base = str(Location.parse(f"{root}/{prefix}" if prefix else root, "storage-profile.key-prefix"))
+    if "%" in base:
+        # Roots are compared as written; a percent-escape would spell one folder two ways.
+        raise BadRequestError("storage-profile.key-prefix must not contain '%'")
+    return {
+        "type": TYPE,
+        "account-name": account,
+        "filesystem": filesystem,
+        "key-prefix": prefix,
+        "host": host,
+        "endpoint": endpoint,
+        "authority-host": authority,
+        "sas-enabled": _bool(profile, "sas-enabled", True),
+        "sas-token-validity-seconds": _validity(profile),
+        "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
+        "storage-layout": layout,
+        "base-location": base,
+    }
+
+
+def normalize_credential(credential: object) -> dict[str, Any]:
+    """`{"type": "az", "credential-type": "shared-access-key", "key": ...}` or
+    `{"type": "az", "credential-type": "client-credentials", "client-id", "tenant-id",
+    "client-secret"}`. Messages name fields, never values."""
+    if not isinstance(credential, dict):
+        raise BadRequestError("storage-credential is required for an adls storage profile")
+    if credential.get("type") != CREDENTIAL_TYPE:
+        raise BadRequestError("storage-credential.type must be 'az' for an adls storage profile")
+    kind = credential.get("credential-type")
+    if kind == "azure-system-identity":
+        raise BadRequestError(
+            "storage-credential.credential-type 'azure-system-identity' is not supported; "
+            "use 'shared-access-key' or 'client-credentials'"
+        )
+    if kind not in _CREDENTIAL_FIELDS:
+        raise BadRequestError(
+            "storage-credential.credential-type must be 'shared-access-key' or 'client-credentials'"
+        )
+    unknown = sorted(set(credential) - _CREDENTIAL_FIELDS[kind])
+    if unknown:
+        raise BadRequestError(f"storage-credential has unsupported field(s): {', '.join(unknown)}")
+    if kind == "shared-access-key":
+        key = credential.get("key")
+        if not isinstance(key, str) or not _is_base64(key):
+            raise BadRequestError(
+                "storage-credential.key must be the storage account's access key (base64)"
+            )
+        return {"type": CREDENTIAL_TYPE, "credential-type": kind, "key": key}
+    client_id = credential.get("client-id")
+    tenant_id = credential.get("tenant-id")
+    secret = credential.get("client-secret")
+    if not isinstance(client_id, str) or not _CLIENT_ID.fullmatch(client_id):
+        raise BadRequestError("storage-credential.client-id must be an application (client) id")
+    if not isinstance(tenant_id, str) or not _TENANT.fullmatch(tenant_id):
+        raise BadRequestError("storage-credential.tenant-id must be a tenant id or domain")
+    if not isinstance(secret, str) or not secret or len(secret) > 1024:
+        raise BadRequestError("storage-credential.client-secret is required")
+    return {
+        "type": CREDENTIAL_TYPE,
+        "credential-type": kind,
+        "client-id": client_id,
+        "tenant-id": tenant_id,
+        "client-secret": secret,
+    }
+
+
+def _is_base64(text: str) -> bool:
+    if not text or len(text) > 1024:
+        return False
+    try:
+        return bool(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError):
+        return False
+
+
+def same_storage_and_trust(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether a sealed credential may serve an updated profile: the same account,
+    filesystem and host, the same endpoint (a bearer token or a SAS goes there) and the same
+    authority host (a client secret goes there)."""
+    keys = ("account-name", "filesystem", "host", "authority-host")
+    try:
+        return all(old.get(k) == new.get(k) for k in keys) and endpoint_of(old) == endpoint_of(new)
+    except (KeyError, BadRequestError):
+        return False
