@@ -14,6 +14,8 @@ import json
 import os
 import platform
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -321,61 +323,39 @@ def fake_google_auth() -> Iterator[FakeGoogleAuth]:
 class RecordingProxy:
     """Forwards every request to the emulator and keeps (method, path, Authorization)."""
 
-    url: str = ""
-    seen: list[tuple[str, str, str | None]] = field(default_factory=list)
+    url: str
+    log: Path
+    final: list[tuple[str, str, str | None]] | None = None  # kept once the proxy stopped
 
-
-_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+    @property
+    def seen(self) -> list[tuple[str, str, str | None]]:
+        if self.final is not None:
+            return self.final
+        if not self.log.exists():
+            return []
+        lines = self.log.read_text().splitlines()
+        return [tuple(json.loads(line)) for line in lines]
 
 
 @contextmanager
 def recording_proxy(upstream: str) -> Iterator[RecordingProxy]:
-    proxy = RecordingProxy()
-    client = httpx.Client(timeout=30)
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _forward(self) -> None:
-            proxy.seen.append((self.command, self.path, self.headers.get("Authorization")))
-            body = b""
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                while True:
-                    size = int(self.rfile.readline().strip().split(b";")[0], 16)
-                    chunk = self.rfile.read(size)
-                    self.rfile.readline()
-                    if size == 0:
-                        break
-                    body += chunk
-            else:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
-            answer = client.request(
-                self.command, upstream + self.path, headers=headers, content=body
-            )
-            data = answer.content
-            self.send_response(answer.status_code)
-            for name, value in answer.headers.items():
-                if name.lower() in _HOP or name.lower() == "content-encoding":
-                    continue
-                # Resumable uploads go on at the URL the emulator names: keep them here.
-                self.send_header(name, value.replace(upstream, proxy.url))
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _forward
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    proxy.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield proxy
-    finally:
-        server.shutdown()
-        server.server_close()
-        client.close()
+    """The proxy (`tests/support/gcs_proxy.py`) runs as a process of its own: PyArrow holds
+    the GIL while it waits for some answers, which would stall a proxy thread in this one."""
+    with tempfile.TemporaryDirectory() as directory:
+        log = Path(directory) / "seen.jsonl"
+        process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("gcs_proxy.py")), upstream, str(log)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        proxy = None
+        try:
+            assert process.stdout is not None
+            port = int(process.stdout.readline())
+            proxy = RecordingProxy(f"http://127.0.0.1:{port}", log)
+            yield proxy
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+            if proxy is not None:
+                proxy.final = proxy.seen

@@ -1,14 +1,13 @@
 """The access boundary of a vended GCS token, and the vendor's cache and refusals (with
 STS and the token endpoint stubbed; tests/integration/test_storage_gcs.py has them real).
 
-Google evaluates the boundary's CEL condition; these tests evaluate it too, with a parser
-of exactly the expressions icelog writes, so that "t1's token never reaches t10" is
-checked on the expression itself, not on how it was assembled.
+Google evaluates the boundary's CEL condition; these tests evaluate it too
+(`tests.support.cel_conditions`), so that "t1's token never reaches t10" is checked on the
+expression itself, not on how it was assembled.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,58 +29,7 @@ from icelog.domain.errors import (
     ServiceUnavailableError,
     UnsupportedOperationError,
 )
-
-# -- a parser for the conditions icelog writes -------------------------------------------------
-_CLAUSE = re.compile(
-    r"(resource\.name|api\.getAttribute\('storage\.googleapis\.com/objectListPrefix', ''\))"
-    r"\.startsWith\("
-)
-
-
-def _literal(text: str, at: int) -> tuple[str, int]:
-    """A CEL single-quoted string starting at `at` (escapes read as CEL reads them)."""
-    assert text[at] == "'", text[at:]
-    out, i = [], at + 1
-    while text[i] != "'":
-        if text[i] == "\\":
-            out.append(text[i + 1])
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out), i + 1
-
-
-def clauses(expression: str) -> list[tuple[str, str]]:
-    """[(subject, prefix)] of `subject.startsWith('prefix') || ...`; AssertionError on any
-    other shape (an injected `|| true` would not parse)."""
-    found, i = [], 0
-    while True:
-        match = _CLAUSE.match(expression, i)
-        assert match, f"unexpected CEL at {expression[i:]!r}"
-        literal, i = _literal(expression, match.end())
-        assert expression[i] == ")"
-        found.append(("list" if match.group(1).startswith("api") else "name", literal))
-        i += 1
-        if i == len(expression):
-            return found
-        assert expression[i : i + 4] == " || ", expression[i:]
-        i += 4
-
-
-def allows(boundary: Mapping[str, Any], *, name: str = "", list_prefix: str | None = None) -> bool:
-    """Whether the boundary's condition holds for an object `name` (a request on an
-    object), or for a listing with `list_prefix` (whose resource is the bucket)."""
-    (rule,) = boundary["accessBoundary"]["accessBoundaryRules"]
-    bucket = rule["availableResource"].rsplit("/", 1)[1]
-    resource = f"projects/_/buckets/{bucket}" + (
-        "" if list_prefix is not None else f"/objects/{name}"
-    )
-    for subject, prefix in clauses(rule["availabilityCondition"]["expression"]):
-        value = resource if subject == "name" else (list_prefix or "")
-        if value.startswith(prefix):
-            return True
-    return False
+from tests.support.cel_conditions import allows, clauses
 
 
 # -- the boundary ------------------------------------------------------------------------------

@@ -183,13 +183,14 @@ class ServiceAccountTokens:
         if not isinstance(token, str) or not token:
             raise GoogleAuthFailure(NOT_TOKEN_ENDPOINT)
         expiry = credentials.expiry
-        # google-auth's expiry is a naive UTC datetime (or None when none was given).
-        expires_at = (
-            expiry.replace(tzinfo=UTC).timestamp()
+        # google-auth's expiry is a naive UTC datetime on the wall clock (None when the
+        # endpoint gave no lifetime); what is kept is the lifetime, counted on `clock`.
+        lifetime = (
+            expiry.replace(tzinfo=UTC).timestamp() - time.time()
             if isinstance(expiry, datetime)
-            else now + _ASSUMED_LIFETIME_S
+            else _ASSUMED_LIFETIME_S
         )
-        return AccessToken(token, issued_at=now, expires_at=max(now, expires_at))
+        return AccessToken(token, issued_at=now, expires_at=now + max(0.0, lifetime))
 
 
 _ACCOUNTS: dict[str, ServiceAccountTokens] = {}

@@ -98,7 +98,7 @@ class GcsFileIO:
         """(bucket, object name) of a location inside the root; OutsideStorageError
         otherwise (also for the root itself: it is a prefix, never an object)."""
         parsed = Location.parse(location, encoded_separators=True)
-        if not self._root.contains(parsed) or not parsed.key:
+        if not self._root.contains(parsed) or parsed == self._root:
             raise OutsideStorageError(f"Location {location} is outside the warehouse {self._root}")
         return parsed.authority, parsed.key
 
@@ -246,6 +246,8 @@ class GcsFileIO:
                     size += len(chunk)
                     if size > limit:
                         raise UnreadableFileError(location, f"larger than {limit} bytes")
+                    if time.monotonic() >= deadline:
+                        break  # the socket is being shut down: this read is over
                     chunks.append(chunk)
             except (httpx.HTTPError, OSError):
                 if time.monotonic() >= deadline:
@@ -273,7 +275,11 @@ class GcsFileIO:
         return True
 
     def holds_files(self, location: str) -> bool:
-        """One listing of at most one object below `location/`."""
+        """One listing of at most one object below `location/`. The warehouse's root
+        holds files by definition (as for `file` warehouses): a table placed there would
+        cover every other table's."""
+        if Location.parse(location, encoded_separators=True) == self._root:
+            return True
         bucket, name = self._object(location)
         response = self._send(
             "GET",
