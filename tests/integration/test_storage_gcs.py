@@ -240,6 +240,18 @@ def test_a_store_that_drips_bytes_is_cut_off_at_the_deadline(
     assert time.monotonic() - started < 2.5
 
 
+@pytest.mark.attack
+def test_metadata_calls_to_a_dripping_store_end_too(
+    dripping_store: str, auth: FakeGoogleAuth, key: ServiceKey
+) -> None:
+    io = file_io(dripping_store, auth, key, "lake", read_timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(GcsStorageError) as raised:
+        io.exists("gs://lake/wh/db/t/metadata/v1.metadata.json")
+    assert raised.value.reason == "no GCS service answered at the endpoint"
+    assert time.monotonic() - started < 4  # three attempts of 0.5 s, and two pauses
+
+
 OUTSIDE = [
     "gs://{bucket}/wh",  # the warehouse itself is no object
     "gs://{bucket}/wharf/x",  # a sibling that only starts like the warehouse

@@ -13,8 +13,6 @@ import json
 import re
 from typing import Any
 
-import httpx
-
 NOT_GCS = "no GCS service answered at the endpoint"
 NOT_TOKEN_ENDPOINT = "no OAuth token endpoint answered at the key's token_uri"  # noqa: S105
 NOT_STS = "no token exchange (STS) service answered at the sts-endpoint"
@@ -34,22 +32,22 @@ class GoogleAuthFailure(Exception):
         self.reason = reason
 
 
-def gcs_reason(response: httpx.Response) -> str:
+def gcs_reason(status: int, body: bytes) -> str:
     """`<reason> (HTTP <status>)` for a GCS JSON API error document, else NOT_GCS."""
     try:
-        document = json.loads(response.content[: 64 << 10])
+        document = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return NOT_GCS
     error = document.get("error") if isinstance(document, dict) else None
-    if not isinstance(error, dict) or error.get("code") != response.status_code:
+    if not isinstance(error, dict) or error.get("code") != status:
         return NOT_GCS
     details = error.get("errors")
     reason = None
     if isinstance(details, list) and details and isinstance(details[0], dict):
         reason = details[0].get("reason")
     if isinstance(reason, str) and _GCS_REASON.fullmatch(reason):
-        return f"{reason} (HTTP {response.status_code})"
-    return f"HTTP {response.status_code}"
+        return f"{reason} (HTTP {status})"
+    return f"HTTP {status}"
 
 
 def oauth_code(document: Any) -> str | None:

@@ -14,6 +14,8 @@ instead of google-api-core, protobuf and google-resumable-media.
   decompresses a gzip-stored object itself, so the byte count still bounds it), within
   `read_timeout_s`: at the deadline the socket is shut down, which ends the read wherever it
   waits.
+- Every other answer (metadata, listings, errors) is read up to 1 MiB within the same
+  deadline: a store cannot make the catalog hold a large or endless answer.
 - Idempotent calls (reads, listings, deletes) are retried twice on 429 / 5xx / transport
   errors; an insert only on 429 (the store did nothing), since a retried insert that had
   succeeded would read as a conflict.
@@ -28,6 +30,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -43,6 +46,7 @@ _ATTEMPTS = 3
 _BACKOFF_S = 0.2
 _CONNECT_TIMEOUT_S = 5.0
 _WRITE_TIMEOUT_S = 60.0
+_MAX_ANSWER_BYTES = 1 << 20
 
 
 class GcsStorageError(ServiceUnavailableError):
@@ -54,6 +58,28 @@ class GcsStorageError(ServiceUnavailableError):
         self.action = action
         self.location = location
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    body: bytes
+
+    @property
+    def reason(self) -> str:
+        return gcs_reason(self.status, self.body)
+
+
+def _bounded_answer(response: httpx.Response, deadline: float) -> bytes:
+    """At most _MAX_ANSWER_BYTES of an answer's body, by `deadline`: JSON API answers are
+    small, and a store must not make the catalog hold a large or endless one."""
+    body = bytearray()
+    with _shut_down_at(response, deadline):
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > _MAX_ANSWER_BYTES or time.monotonic() >= deadline:
+                break
+    return bytes(body)
 
 
 class _Retry(Exception):
@@ -127,31 +153,44 @@ class GcsFileIO:
         transport_retries: bool = True,
         headers: dict[str, str] | None = None,
         **kwargs: Any,
-    ) -> httpx.Response:
-        """One call, retried as the module docstring says; the answer whatever its status,
-        or GcsStorageError when none came."""
-        timeout = httpx.Timeout(
-            self._read_timeout_s, connect=_CONNECT_TIMEOUT_S, write=_WRITE_TIMEOUT_S
-        )
+    ) -> _Answer:
+        """One JSON API call (not a media read), retried as the module docstring says: its
+        status and at most _MAX_ANSWER_BYTES of its body, within `read_timeout_s` per
+        attempt; GcsStorageError when no answer came."""
         for attempt in range(_ATTEMPTS):
             last = attempt == _ATTEMPTS - 1
             try:
-                response = self._http.request(
-                    method,
-                    url,
-                    headers={**(headers or {}), **self._headers(action, location)},
-                    timeout=timeout,
-                    follow_redirects=False,
-                    **kwargs,
-                )
+                answer = self._call_once(method, url, action, location, headers, kwargs)
             except httpx.HTTPError:
                 if last or not transport_retries:
                     raise GcsStorageError(action, location, NOT_GCS) from None
             else:
-                if last or response.status_code not in retried:
-                    return response
+                if last or answer.status not in retried:
+                    return answer
             time.sleep(_BACKOFF_S * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call_once(
+        self,
+        method: str,
+        url: str,
+        action: str,
+        location: str,
+        headers: dict[str, str] | None,
+        kwargs: dict[str, Any],
+    ) -> _Answer:
+        deadline = time.monotonic() + self._read_timeout_s
+        with self._http.stream(
+            method,
+            url,
+            headers={**(headers or {}), **self._headers(action, location)},
+            timeout=httpx.Timeout(
+                self._read_timeout_s, connect=_CONNECT_TIMEOUT_S, write=_WRITE_TIMEOUT_S
+            ),
+            follow_redirects=False,
+            **kwargs,
+        ) as response:
+            return _Answer(response.status_code, _bounded_answer(response, deadline))
 
     # -- FileIO ------------------------------------------------------------------------------
     def write_new(self, location: str, data: bytes) -> None:
@@ -169,7 +208,7 @@ class GcsFileIO:
                 f"\r\n--{boundary}--\r\n".encode(),
             )
         )
-        response = self._send(
+        answer = self._send(
             "POST",
             f"{self._endpoint}/upload/storage/v1/b/{quote(bucket, safe='')}/o",
             action="write",
@@ -180,10 +219,10 @@ class GcsFileIO:
             headers={"Content-Type": f"multipart/related; boundary={boundary}"},
             content=body,
         )
-        if response.status_code == 412:
+        if answer.status == 412:
             raise ConflictError(f"Object already exists: {location}")
-        if response.status_code != 200:
-            raise GcsStorageError("write", location, gcs_reason(response))
+        if answer.status != 200:
+            raise GcsStorageError("write", location, answer.reason)
 
     def read(self, location: str) -> bytes:
         bucket, name = self._object(location)
@@ -223,8 +262,7 @@ class GcsFileIO:
                 if status == 416:  # a ranged GET of an empty object
                     return b""
                 if status not in (200, 206):
-                    response.read()
-                    reason = gcs_reason(response)
+                    reason = gcs_reason(status, _bounded_answer(response, deadline))
                     if status in _RETRIED:
                         raise _Retry(reason)
                     raise GcsStorageError("read", location, reason)
@@ -261,17 +299,17 @@ class GcsFileIO:
 
     def exists(self, location: str) -> bool:
         bucket, name = self._object(location)
-        response = self._send(
+        answer = self._send(
             "GET",
             self._object_url(bucket, name),
             action="check",
             location=location,
             params={"fields": "name"},
         )
-        if response.status_code == 404:
+        if answer.status == 404:
             return False
-        if response.status_code != 200:
-            raise GcsStorageError("check", location, gcs_reason(response))
+        if answer.status != 200:
+            raise GcsStorageError("check", location, answer.reason)
         return True
 
     def holds_files(self, location: str) -> bool:
@@ -281,17 +319,17 @@ class GcsFileIO:
         if Location.parse(location, encoded_separators=True) == self._root:
             return True
         bucket, name = self._object(location)
-        response = self._send(
+        answer = self._send(
             "GET",
             f"{self._endpoint}/storage/v1/b/{quote(bucket, safe='')}/o",
             action="list",
             location=location,
             params={"prefix": f"{name}/", "maxResults": "1", "fields": "items(name)"},
         )
-        if response.status_code != 200:
-            raise GcsStorageError("list", location, gcs_reason(response))
+        if answer.status != 200:
+            raise GcsStorageError("list", location, answer.reason)
         try:
-            items = response.json().get("items")
+            items = json.loads(answer.body).get("items")
         except (ValueError, AttributeError):
             raise GcsStorageError("list", location, NOT_GCS) from None
         return bool(items)
@@ -299,13 +337,13 @@ class GcsFileIO:
     def delete(self, location: str) -> bool:
         """GCS says whether the object was there: 404 is "already gone"."""
         bucket, name = self._object(location)
-        response = self._send(
+        answer = self._send(
             "DELETE", self._object_url(bucket, name), action="delete", location=location
         )
-        if response.status_code == 404:
+        if answer.status == 404:
             return False
-        if response.status_code not in (200, 204):
-            raise GcsStorageError("delete", location, gcs_reason(response))
+        if answer.status not in (200, 204):
+            raise GcsStorageError("delete", location, answer.reason)
         return True
 
 
