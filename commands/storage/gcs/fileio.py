@@ -2,8 +2,9 @@
 
 Why the JSON API and not google-cloud-storage: icelog needs five calls (insert, get media,
 get metadata, list one, delete) with exact bounds — a byte cap and a deadline on every
-read, no retry of a conditional insert — and one small dependency (httpx, already used)
-instead of google-api-core, protobuf and google-resumable-media.
+read, no retry of a conditional insert — and one small dependency (httpx, which the
+clients and tests already use) instead of google-api-core, protobuf and
+google-resumable-media.
 
 - Locations outside the root are refused (OutsideStorageError) before any request.
 - `write_new` is a multipart insert with `ifGenerationMatch=0`: an existing object is never
