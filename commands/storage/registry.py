@@ -15,7 +15,9 @@ from uuid import UUID
 
 import orjson
 
+from icelog.commands.storage.adls import KIND as ADLS
 from icelog.commands.storage.file import KIND as FILE
+from icelog.commands.storage.gcs import KIND as GCS
 from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS, StorageKind, StorageLimits
 from icelog.commands.storage.policy import StoragePolicy
 from icelog.commands.storage.s3 import KIND as S3
@@ -30,6 +32,8 @@ from icelog.domain.storage_layout import StorageLayout
 KINDS: tuple[StorageKind, ...] = (
     FILE,
     S3,
+    ADLS,
+    GCS,
 )
 _BY_NAME: dict[str, StorageKind] = {kind.name: kind for kind in KINDS}
 

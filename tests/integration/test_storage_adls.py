@@ -32,6 +32,7 @@ from icelog.commands.storage.adls.fileio import AdlsFileIO
 from icelog.commands.storage.adls.probe import HNS_HINT
 from icelog.commands.storage.adls.vending import CONNECTION_STRING, SAS_TOKEN
 from icelog.commands.storage.kind import StorageLimits
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError, ConflictError, ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import OutsideStorageError, UnreadableFileError
@@ -70,7 +71,7 @@ def normalized(
         "sas-enabled": False,
         **extra,
     }
-    stored, sealed = KIND.normalize(profile, credential or SHARED_KEY, None)
+    stored, sealed = KIND.normalize(profile, credential or SHARED_KEY, StoragePolicy())
     assert sealed is not None
     return stored, sealed
 

@@ -26,6 +26,7 @@ from icelog.commands.storage.gcs.boundary import READ_ROLE, WRITE_ROLE
 from icelog.commands.storage.gcs.fileio import GcsFileIO, GcsStorageError
 from icelog.commands.storage.gcs.vending import GcsVendor
 from icelog.commands.storage.kind import StorageLimits
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError, ConflictError
 from icelog.domain.locations import Location
 from icelog.domain.ports import OutsideStorageError, UnreadableFileError
@@ -90,7 +91,7 @@ def setup(
             **fields,
         },
         key.credential(),
-        None,
+        StoragePolicy(),
     )
     assert sealed is not None
     return profile, sealed

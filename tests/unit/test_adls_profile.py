@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from icelog.commands.storage.adls import (
-    FORM,
-    KIND,
+from icelog.commands.storage.adls import KIND
+from icelog.commands.storage.adls.form import FORM
+from icelog.commands.storage.adls.models import (
     AdlsProfile,
     AzClientCredentials,
     AzCredential,
     AzSharedAccessKeyCredential,
+    AzStorageCredential,
 )
-from icelog.commands.storage.adls.form import CREDENTIAL_FORMS, PROFILE_FORM
 from icelog.commands.storage.adls.profile import normalize_credential, normalize_profile
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError
 
 KEY = "c2VjcmV0LWFjY291bnQta2V5LXRoYXQtbXVzdC1uZXZlci1iZS1zaG93bg=="
@@ -130,7 +131,7 @@ def test_every_field_is_kept() -> None:
 )
 def test_hostile_profiles_are_refused(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(BadRequestError) as refused:
-        KIND.normalize(profile(**fields), SHARED, None)
+        KIND.normalize(profile(**fields), SHARED, StoragePolicy())
     assert message in refused.value.message
 
 
@@ -205,18 +206,14 @@ def test_the_default_endpoint_counts_as_the_same_endpoint() -> None:
 
 
 def test_the_policy_decides_where_the_catalog_connects() -> None:
-    checked: list[tuple[str, str | None]] = []
-
-    class Policy:
-        def check_endpoint(self, key: str, url: str | None) -> None:
-            checked.append((key, url))
-            if url and "forbidden" in url:
-                raise BadRequestError(f"storage-profile.{key} is not an allowed endpoint host")
-
-    KIND.normalize(profile(endpoint="http://127.0.0.1:10000/lakeacct"), SHARED, Policy())
-    assert checked == [("endpoint", "http://127.0.0.1:10000/lakeacct"), ("authority-host", None)]
+    policy = StoragePolicy(s3_endpoint_hosts=("127.0.0.1:10000",))
+    KIND.normalize(profile(endpoint="http://127.0.0.1:10000/lakeacct"), SHARED, policy)
+    # Azure's own defaults are always allowed; a host the operator did not list is not.
+    KIND.normalize(profile(), SHARED, policy)
     with pytest.raises(BadRequestError, match="authority-host is not an allowed"):
-        KIND.normalize(profile(**{"authority-host": "https://forbidden.example"}), SHARED, Policy())
+        KIND.normalize(profile(**{"authority-host": "https://forbidden.example"}), SHARED, policy)
+    with pytest.raises(BadRequestError, match="endpoint is not an allowed"):
+        KIND.normalize(profile(endpoint="http://10.0.0.8:10000/lakeacct"), SHARED, policy)
 
 
 def test_storage_root_is_the_base_location() -> None:
@@ -245,7 +242,7 @@ def test_the_profile_model_takes_lakekeepers_shape() -> None:
     model = AdlsProfile.model_validate(body)
     assert model.model_dump(by_alias=True, exclude_none=True) == body
     # What the model lets through, the kind takes too.
-    KIND.normalize(model.model_dump(by_alias=True, exclude_none=True), SHARED, None)
+    KIND.normalize(model.model_dump(by_alias=True, exclude_none=True), SHARED, StoragePolicy())
     with pytest.raises(ValidationError):
         AdlsProfile.model_validate({**body, "sas-enabeld": False})
     with pytest.raises(ValidationError):
@@ -264,13 +261,26 @@ def test_the_credential_models_never_show_their_secrets() -> None:
 
 
 def test_the_form_names_only_fields_the_kind_takes() -> None:
-    profile_fields = set(AdlsProfile.model_json_schema(by_alias=True)["properties"])
-    assert {name for name, *_ in PROFILE_FORM} <= profile_fields
-    for kind, fields in CREDENTIAL_FORMS.items():
-        model = AzSharedAccessKeyCredential if kind == "shared-access-key" else AzClientCredentials
-        assert {name for name, *_ in fields} <= set(
-            model.model_json_schema(by_alias=True)["properties"]
-        )
-    assert all(kind in ("text", "number", "checkbox", "secret") for _, _, kind, _ in FORM)
-    secrets = {name for name, _, kind, _ in FORM if kind == "secret"}
-    assert secrets == {"key", "client-secret"}
+    def fields(model: Any) -> set[str]:
+        return set(model.model_json_schema(by_alias=True)["properties"])
+
+    profile = {f.key for f in FORM.fields if f.part == "profile"}
+    credential = {f.key for f in FORM.fields if f.part == "credential"}
+    assert profile <= fields(AdlsProfile)
+    assert credential <= fields(AzStorageCredential)
+    assert {f.key for f in FORM.fields if f.secret} == {"key", "client-secret"}
+    assert KIND.form is FORM and KIND.profile_model is AdlsProfile
+
+
+def test_the_api_credential_model_takes_either_variant_and_only_its_fields() -> None:
+    assert AzStorageCredential.model_validate(SHARED).key == KEY
+    assert AzStorageCredential.model_validate(PRINCIPAL).client_secret == SECRET
+    for wrong in (
+        {"type": "az", "credential-type": "shared-access-key"},  # no key
+        {**SHARED, "client-id": "x"},  # a field of the other variant
+        {k: v for k, v in PRINCIPAL.items() if k != "tenant-id"},
+    ):
+        with pytest.raises(ValidationError) as raised:
+            AzStorageCredential.model_validate(wrong)
+        assert KEY not in str(raised.value) and SECRET not in str(raised.value)
+    assert KEY not in repr(AzStorageCredential.model_validate(SHARED))

@@ -5,25 +5,20 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from pydantic import ValidationError
 
-from icelog.commands.storage.gcs import (
-    CREDENTIAL_FORM,
-    FORM,
-    KIND,
-    PROFILE_FORM,
-    GcsCredential,
-    GcsProfile,
-)
+from icelog.commands.storage.gcs import KIND
+from icelog.commands.storage.gcs.form import FORM
+from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile
 from icelog.commands.storage.gcs.profile import (
     DEFAULT_ENDPOINT,
     DEFAULT_STS_ENDPOINT,
     normalize_gcs_credential,
     normalize_gcs_profile,
 )
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError
 from tests.support.gcs_server import ServiceKey, new_key, pem_body
 
@@ -33,18 +28,6 @@ EMULATOR = "http://127.0.0.1:4443"
 @pytest.fixture(scope="module")
 def key() -> ServiceKey:
     return new_key("https://oauth2.googleapis.com/token")
-
-
-class HostList:
-    """An operator's endpoint host list, as `StoragePolicy.check_endpoint` applies one."""
-
-    def __init__(self, *hosts: str) -> None:
-        self.hosts = hosts
-
-    def check_endpoint(self, key: str, url: str | None) -> None:
-        parts = urlsplit(url or "")
-        if f"{parts.hostname}:{parts.port}" not in self.hosts:
-            raise BadRequestError(f"storage-profile.{key} is not an allowed endpoint host")
 
 
 def refused(call: Any, *args: Any) -> str:
@@ -302,18 +285,20 @@ def test_a_bad_pasted_key_is_a_validation_error_without_the_text(key: ServiceKey
 
 
 def test_the_form_names_fields_of_the_models() -> None:
-    profile_fields = {f.alias or name for name, f in GcsProfile.model_fields.items()}
-    assert {name for name, *_ in PROFILE_FORM} <= profile_fields
-    assert {name for name, *_ in CREDENTIAL_FORM} <= set(GcsCredential.model_fields)
-    assert FORM == PROFILE_FORM + CREDENTIAL_FORM
-    assert all(kind in {"text", "number", "checkbox", "secret", "textarea"} for *_, kind, _ in FORM)
-    assert [name for name, *_, required in FORM if required] == ["bucket", "key"]
+    profile_fields = set(GcsProfile.model_json_schema(by_alias=True)["properties"])
+    assert {f.key for f in FORM.fields if f.part == "profile"} <= profile_fields
+    assert {f.key for f in FORM.fields if f.part == "credential"} <= set(GcsCredential.model_fields)
+    assert [f.key for f in FORM.fields if f.required] == ["bucket", "key"]
+    assert [f.key for f in FORM.fields if f.secret] == ["key"]
+    assert KIND.form is FORM and KIND.credential_model is GcsCredential
 
 
 # -- the kind's pure parts ---------------------------------------------------------------------
 def test_the_kind_normalises_both_and_names_itself(key: ServiceKey) -> None:
     assert KIND.name == "gcs"
-    profile, sealed = KIND.normalize({"type": "gcs", "bucket": "lake"}, key.credential(), None)
+    profile, sealed = KIND.normalize(
+        {"type": "gcs", "bucket": "lake"}, key.credential(), StoragePolicy()
+    )
     assert profile["base-location"] == "gs://lake"
     assert sealed is not None and sealed["key"] == key.info
     assert str(KIND.storage_root(profile)) == "gs://lake"
@@ -358,7 +343,7 @@ def test_client_config_names_only_an_endpoint_that_is_not_googles() -> None:
 def test_the_operators_endpoint_list_covers_every_url_a_token_goes_to(
     key: ServiceKey, profile_change: dict[str, Any], token_uri: str
 ) -> None:
-    policy = HostList("127.0.0.1:4443")
+    policy = StoragePolicy(s3_endpoint_hosts=("127.0.0.1:4443",))
     profile = {"type": "gcs", "bucket": "lake", **profile_change}
     credential = _with(key, token_uri=token_uri)
     message = refused(KIND.normalize, profile, credential, policy)

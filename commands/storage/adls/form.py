@@ -1,35 +1,39 @@
-"""What the web console asks for an ADLS warehouse: (field, label, kind, required) rows, the
-profile's fields first, then each credential type's. `kind` is text, number, checkbox or
-secret (never echoed back into a page)."""
+"""How the console offers an ADLS warehouse: the account, filesystem and folder, the
+endpoint for emulators and private endpoints, and either credential (the account key or a
+service principal); the API takes the rest."""
 
 from __future__ import annotations
 
-from typing import Literal
+from icelog.commands.storage.kind import ConsoleForm, FormField
 
-FieldKind = Literal["text", "number", "checkbox", "secret"]
-FormField = tuple[str, str, FieldKind, bool]
-
-PROFILE_FORM: list[FormField] = [
-    ("account-name", "Storage account", "text", True),
-    ("filesystem", "Filesystem (container)", "text", True),
-    ("key-prefix", "Key prefix", "text", False),
-    ("host", "DFS host (default dfs.core.windows.net)", "text", False),
-    ("endpoint", "Blob endpoint URL (emulators, private endpoints)", "text", False),
-    ("authority-host", "Entra ID authority host", "text", False),
-    ("sas-enabled", "Vend SAS tokens", "checkbox", False),
-    ("sas-token-validity-seconds", "SAS token validity (seconds)", "number", False),
-    ("allow-alternative-protocols", "Allow wasbs:// locations", "checkbox", False),
-]
-
-CREDENTIAL_FORMS: dict[str, list[FormField]] = {
-    "shared-access-key": [("key", "Account key", "secret", True)],
-    "client-credentials": [
-        ("client-id", "Client id", "text", True),
-        ("tenant-id", "Tenant id", "text", True),
-        ("client-secret", "Client secret", "secret", True),
-    ],
-}
-
-FORM: list[FormField] = PROFILE_FORM + [
-    field for fields in CREDENTIAL_FORMS.values() for field in fields
-]
+FORM = ConsoleForm(
+    title="Azure Data Lake Storage Gen2",
+    fields=(
+        FormField("account-name", "Storage account", required=True),
+        FormField("filesystem", "Filesystem (container)", required=True),
+        FormField("key-prefix", "Key prefix"),
+        FormField("endpoint", "Blob endpoint", placeholder="http://127.0.0.1:10000/<account>"),
+        FormField("sas-enabled", "Vend SAS tokens", widget="checkbox"),
+        FormField(
+            "credential-type",
+            "Credential",
+            part="credential",
+            widget="select",
+            choices=(
+                ("shared-access-key", "Account key"),
+                ("client-credentials", "Service principal"),
+            ),
+        ),
+        FormField("key", "Account key", part="credential", secret=True),
+        FormField("client-id", "Client id (service principal)", part="credential"),
+        FormField("tenant-id", "Tenant id (service principal)", part="credential"),
+        FormField(
+            "client-secret", "Client secret (service principal)", part="credential", secret=True
+        ),
+    ),
+    credential={"type": "az"},
+    note=(
+        "Vended SAS tokens are scoped to one table's directory, which needs an account with "
+        "a hierarchical namespace; emulators such as Azurite have none (see docs/storage.md)."
+    ),
+)

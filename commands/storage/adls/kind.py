@@ -5,9 +5,13 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from icelog.commands.storage.adls import probe
 from icelog.commands.storage.adls.clients import credential_digest, service_client
 from icelog.commands.storage.adls.fileio import AdlsFileIO
+from icelog.commands.storage.adls.form import FORM
+from icelog.commands.storage.adls.models import AdlsProfile, AzStorageCredential
 from icelog.commands.storage.adls.profile import (
     TYPE,
     normalize_credential,
@@ -15,7 +19,13 @@ from icelog.commands.storage.adls.profile import (
     same_storage_and_trust,
 )
 from icelog.commands.storage.adls.vending import SasVendor, client_config
-from icelog.commands.storage.kind import StorageLimits, VendedCredentials
+from icelog.commands.storage.kind import (
+    ConsoleForm,
+    NoRemoteSigning,
+    StorageLimits,
+    VendedCredentials,
+)
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
@@ -23,10 +33,13 @@ from icelog.domain.ports import FileIO
 _MAX_CACHED = 1024
 
 
-class AdlsKind:
+class AdlsKind(NoRemoteSigning):
     """Warehouses on Azure Data Lake Storage Gen2 (or any Blob API endpoint serving it)."""
 
     name: ClassVar[str] = TYPE
+    profile_model: ClassVar[type[BaseModel]] = AdlsProfile
+    credential_model: ClassVar[type[BaseModel] | None] = AzStorageCredential
+    form: ClassVar[ConsoleForm] = FORM
 
     def __init__(self) -> None:
         self._vendor = SasVendor()
@@ -34,15 +47,14 @@ class AdlsKind:
         self._lock = threading.Lock()
 
     def normalize(
-        self, profile: dict[str, Any], credential: object, policy: Any
+        self, profile: dict[str, Any], credential: object, policy: StoragePolicy
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         normalized = normalize_profile(profile)
-        # The catalog connects to both URLs: where warehouses may send it is the operator's
-        # call (the same check as for S3 endpoints, when the policy has one).
-        check = getattr(policy, "check_endpoint", None)
-        if callable(check):
-            check("endpoint", normalized["endpoint"])
-            check("authority-host", normalized["authority-host"])
+        # The catalog connects to both URLs: where a warehouse may send it is the operator's
+        # call (ICELOG_S3_ENDPOINT_HOSTS); Azure's own defaults are always allowed.
+        for key in ("endpoint", "authority-host"):
+            if profile.get(key):
+                policy.check_endpoint(f"storage-profile.{key}", normalized[key])
         return normalized, normalize_credential(credential)
 
     def keeps_credential(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -101,6 +113,3 @@ def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
     if credential is None:
         raise ServiceUnavailableError("The warehouse's storage has no credential configured")
     return credential
-
-
-KIND = AdlsKind()

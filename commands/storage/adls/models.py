@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from icelog.commands.storage.adls.profile import (
     ACCOUNT_NAME,
@@ -19,28 +19,17 @@ from icelog.commands.storage.adls.profile import (
     MAX_VALIDITY_S,
     MIN_VALIDITY_S,
 )
+from icelog.commands.storage.shapes import ProfileBody, StorageBody
 
 _HTTP_URL = "^https?://[^/?#@]+(/[^?#]*)?$"
 _HTTPS_URL = "^https://[^/?#@]+(/[^?#]*)?$"
-
-
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class _Body(BaseModel):
-    """Kebab-case names, unknown fields refused (a setting must never silently do nothing)."""
-
-    model_config = ConfigDict(
-        alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True
-    )
 
 
 def _optional(description: str, **schema: Any) -> Any:
     return Field(default=None, description=description, json_schema_extra=schema or None)
 
 
-class AdlsProfile(_Body):
+class AdlsProfile(ProfileBody):
     """An ADLS Gen2 filesystem (or a folder of it), Lakekeeper's shape. Stored (and returned)
     with every field present, defaults filled in. At creation and update the server writes,
     reads, lists and deletes a probe blob with the credential, and, when `sas-enabled`,
@@ -85,9 +74,6 @@ class AdlsProfile(_Body):
     allow_alternative_protocols: StrictBool | None = _optional(
         "Accept wasbs:// table locations (default false)"
     )
-    storage_layout: dict[str, Any] | None = _optional(
-        "How namespace and table folders are named below the base location"
-    )
     base_location: StrictStr | None = _optional(
         "`abfss://<filesystem>@<account>.<host>[/<key-prefix>]`, set by the server (ignored "
         "in requests)",
@@ -100,7 +86,7 @@ class AdlsProfile(_Body):
     )
 
 
-class AzSharedAccessKeyCredential(_Body):
+class AzSharedAccessKeyCredential(StorageBody):
     """The storage account's access key: the catalog signs requests and service SAS tokens
     with it (it never leaves the catalog)."""
 
@@ -109,7 +95,7 @@ class AzSharedAccessKeyCredential(_Body):
     key: StrictStr = Field(json_schema_extra={"minLength": 1}, repr=False)
 
 
-class AzClientCredentials(_Body):
+class AzClientCredentials(StorageBody):
     """A service principal (Entra ID application): tokens from `authority-host`, user
     delegation SAS tokens for clients."""
 
@@ -123,3 +109,34 @@ class AzClientCredentials(_Body):
 AzCredential = Annotated[
     AzSharedAccessKeyCredential | AzClientCredentials, Field(discriminator="credential_type")
 ]
+
+
+class AzStorageCredential(StorageBody):
+    """An `az` credential as the management API's credential union takes it (one model per
+    `type`): Lakekeeper's `AzCredential` variants, told apart by `credential-type` —
+    `shared-access-key` (`key`) or `client-credentials` (`client-id`, `tenant-id`,
+    `client-secret`)."""
+
+    type: Literal["az"]
+    credential_type: Literal["shared-access-key", "client-credentials"]
+    key: StrictStr | None = Field(default=None, repr=False)
+    client_id: StrictStr | None = None
+    tenant_id: StrictStr | None = None
+    client_secret: StrictStr | None = Field(default=None, repr=False)
+
+    @model_validator(mode="after")
+    def _fields_of_its_type(self) -> AzStorageCredential:
+        shared = ("key",)
+        principal = ("client_id", "tenant_id", "client_secret")
+        needed, foreign = (
+            (shared, principal)
+            if self.credential_type == "shared-access-key"
+            else (principal, shared)
+        )
+        missing = [name for name in needed if getattr(self, name) is None]
+        stray = [name for name in foreign if getattr(self, name) is not None]
+        if missing or stray:
+            named = ", ".join(name.replace("_", "-") for name in missing or stray)
+            what = "needs" if missing else "takes no"
+            raise ValueError(f"credential-type {self.credential_type} {what} {named}")
+        return self

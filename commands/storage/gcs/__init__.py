@@ -1,25 +1,11 @@
-"""Google Cloud Storage warehouses (`gs://bucket/prefix`): issue 34.
-
-What the storage registry wires: `KIND` (the StorageKind), the management API's models
-`GcsProfile` and `GcsCredential`, and the console's `FORM` (`PROFILE_FORM` +
-`CREDENTIAL_FORM`). The modules: `profile` (checks and normalisation), `auth` (the
-catalog's tokens from the service-account key), `fileio` (the catalog's own I/O),
-`boundary` and `vending` (downscoped tokens for clients), `probe` (the access check).
-"""
+"""Google Cloud Storage warehouses (`gs://bucket/prefix`): `KIND` (profiles and credentials
+`type: gcs`), registered in `commands/storage/registry.py`. The modules: `profile` (checks
+and normalisation), `auth` (the catalog's tokens from the service-account key), `fileio`
+(the catalog's own I/O), `boundary` and `vending` (downscoped tokens for clients), `probe`
+(the access check), `models` and `form` (the management API's shapes, the console's form)."""
 
 from __future__ import annotations
 
-from icelog.commands.storage.gcs.form import CREDENTIAL_FORM, FORM, PROFILE_FORM
-from icelog.commands.storage.gcs.kind import KIND, GcsStorageKind
-from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile, GcsServiceKey
+from icelog.commands.storage.gcs.kind import GcsStorageKind
 
-__all__ = [
-    "CREDENTIAL_FORM",
-    "FORM",
-    "KIND",
-    "PROFILE_FORM",
-    "GcsCredential",
-    "GcsProfile",
-    "GcsServiceKey",
-    "GcsStorageKind",
-]
+KIND = GcsStorageKind()

@@ -1,25 +1,30 @@
-"""What the web console asks for a GCS warehouse: (field, label, input kind, required),
-input kinds being text, number, checkbox, secret and textarea. The registry turns these
-into its form; credential fields are write-only (never shown back)."""
+"""How the console offers a GCS warehouse: the bucket and folder, the endpoints for an
+emulator, and the service-account key file pasted whole; the API takes the rest."""
 
 from __future__ import annotations
 
-from typing import Literal
+from icelog.commands.storage.kind import ConsoleForm, FormField
 
-FieldKind = Literal["text", "number", "checkbox", "secret", "textarea"]
-FormField = tuple[str, str, FieldKind, bool]
-
-PROFILE_FORM: list[FormField] = [
-    ("bucket", "Bucket", "text", True),
-    ("key-prefix", "Key prefix (folder in the bucket)", "text", False),
-    ("sts-enabled", "Vend downscoped tokens to clients", "checkbox", False),
-    ("endpoint", "JSON API endpoint (emulators only)", "text", False),
-    ("sts-endpoint", "Token exchange (STS) URL", "text", False),
-]
-
-# The key file's JSON, pasted whole: `GcsCredential.key` reads the text as its object.
-CREDENTIAL_FORM: list[FormField] = [
-    ("key", "Service-account key (the JSON key file)", "textarea", True),
-]
-
-FORM: list[FormField] = PROFILE_FORM + CREDENTIAL_FORM
+FORM = ConsoleForm(
+    title="Google Cloud Storage",
+    fields=(
+        FormField("bucket", "Bucket", required=True),
+        FormField("key-prefix", "Key prefix (folder in the bucket)"),
+        FormField("sts-enabled", "Vend downscoped tokens", widget="checkbox"),
+        FormField("endpoint", "JSON API endpoint (emulators only)"),
+        FormField("sts-endpoint", "Token exchange (STS) URL (emulators only)"),
+        FormField(
+            "key",
+            "Service-account key (the JSON key file)",
+            part="credential",
+            widget="json",
+            secret=True,
+            required=True,
+        ),
+    ),
+    credential={"type": "gcs", "credential-type": "service-account-key"},
+    note=(
+        "Unticked, vending is off: clients then need their own access to the bucket. The key "
+        "is stored encrypted outside the event log."
+    ),
+)

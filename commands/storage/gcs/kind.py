@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
 from icelog.commands.storage.gcs.auth import shared_client, tokens_for
 from icelog.commands.storage.gcs.fileio import GcsFileIO
+from icelog.commands.storage.gcs.form import FORM
+from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile
 from icelog.commands.storage.gcs.probe import probe, within_deadline
 from icelog.commands.storage.gcs.profile import (
     DEFAULT_ENDPOINT,
@@ -16,7 +20,13 @@ from icelog.commands.storage.gcs.profile import (
     normalize_gcs_profile,
 )
 from icelog.commands.storage.gcs.vending import GcsVendor
-from icelog.commands.storage.kind import StorageLimits, VendedCredentials
+from icelog.commands.storage.kind import (
+    ConsoleForm,
+    NoRemoteSigning,
+    StorageLimits,
+    VendedCredentials,
+)
+from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError, ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
@@ -26,24 +36,26 @@ from icelog.domain.ports import FileIO
 CREDENTIAL_BOUND = ("bucket", "endpoint", "sts-endpoint")
 
 
-def _check_endpoint(policy: Any, what: str, url: str, default: str) -> None:
+def _check_endpoint(policy: StoragePolicy, what: str, url: str, default: str) -> None:
     """A non-Google URL the catalog would send a token or a signed assertion to must be on
     the operator's endpoint host list (`StoragePolicy.check_endpoint`), when there is one."""
-    check = getattr(policy, "check_endpoint", None)
-    if url == default or not callable(check):
+    if url == default:
         return
     try:
-        check(what, url)
+        policy.check_endpoint(what, url)
     except BadRequestError:
         raise BadRequestError(
             f"{what} names a host this server may not reach (the operator's endpoint host list)"
         ) from None
 
 
-class GcsStorageKind:
+class GcsStorageKind(NoRemoteSigning):
     """Google Cloud Storage, with a service-account key and downscoped-token vending."""
 
     name: ClassVar[str] = "gcs"
+    profile_model: ClassVar[type[BaseModel]] = GcsProfile
+    credential_model: ClassVar[type[BaseModel] | None] = GcsCredential
+    form: ClassVar[ConsoleForm] = FORM
 
     def __init__(self) -> None:
         self._vendor = GcsVendor()
@@ -52,7 +64,7 @@ class GcsStorageKind:
         return "GcsStorageKind()"
 
     def normalize(
-        self, profile: dict[str, Any], credential: object, policy: Any
+        self, profile: dict[str, Any], credential: object, policy: StoragePolicy
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         if not isinstance(profile, dict):
             raise BadRequestError("storage-profile must be an object")
@@ -140,6 +152,3 @@ class GcsStorageKind:
             max_read_bytes=limits.max_read_bytes,
             read_timeout_s=limits.read_timeout_s,
         )
-
-
-KIND = GcsStorageKind()

@@ -13,26 +13,16 @@ from uuid import UUID
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
+from icelog.commands.storage.shapes import ProfileBody, StorageBody
+
 _URL = "^$|^https?://[^/?#@]+(/[^?#]*)?$"
-
-
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class _Body(BaseModel):
-    """Kebab-case names, unknown fields refused (as every management body)."""
-
-    model_config = ConfigDict(
-        alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True
-    )
 
 
 def _documented(description: str, **schema: Any) -> Any:
     return Field(default=None, description=description, json_schema_extra=schema or None)
 
 
-class GcsProfile(_Body):
+class GcsProfile(ProfileBody):
     """A GCS bucket (or a folder of it). Stored (and returned) with every field present,
     defaults filled in. At creation and update the server gets a token with the key, then
     writes, reads, lists and deletes a probe object (and exchanges a token once when
@@ -51,10 +41,6 @@ class GcsProfile(_Body):
     sts_enabled: StrictBool | None = _documented(
         "Vend downscoped tokens (GCS STS with a Credential Access Boundary) to clients; "
         "default true"
-    )
-    storage_layout: dict[str, Any] | None = _documented(
-        "How namespace and table folders are named below the base location (Lakekeeper's "
-        "StorageLayout)"
     )
     endpoint: StrictStr | None = _documented(
         "The GCS JSON API root the catalog and the clients use (an http(s) URL); default "
@@ -106,7 +92,7 @@ def _pasted_key(value: Any) -> Any:
     return value
 
 
-class GcsCredential(_Body):
+class GcsCredential(StorageBody):
     """A service-account key (Lakekeeper's `service-account-key` credential). The server's
     own GCP identity (`gcp-system-identity`) is not supported."""
 
