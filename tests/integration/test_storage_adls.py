@@ -411,6 +411,32 @@ def test_pyiceberg_file_io_reads_the_vended_config(az: Azurite) -> None:
     assert not az.admin().get_blob_client(filesystem, "wh/db/t1/data/b.parquet").exists()
 
 
+def test_a_filesystem_scope_serves_pyiceberg_on_azurite_with_the_vended_config(
+    az: Azurite,
+) -> None:
+    """`sas-scope: filesystem` (a warehouse owning its filesystem): the access check passes
+    with vending on, and PyIceberg writes and reads with exactly the vended config."""
+    from pyiceberg.io import load_file_io
+
+    filesystem = az.new_filesystem()
+    profile, credential = vending_profile(
+        az, filesystem, **{"key-prefix": "", "sas-scope": "filesystem"}
+    )
+    KIND.check_access(profile, credential)
+    table = f"{profile['base-location']}/db/t1"
+    vended = KIND.vend(profile, credential, table, write=True)
+    assert sas_check.fields(vended.config[f"{SAS_TOKEN}{HOST}"])["sr"] == "c"
+    io = load_file_io(properties=dict(vended.config), location=table)
+    with io.new_output(f"{table}/data/a.parquet").create() as out:
+        out.write(b"rows")
+    reader = load_file_io(
+        properties=dict(KIND.vend(profile, credential, table, write=False).config), location=table
+    )
+    assert reader.new_input(f"{table}/data/a.parquet").open().read() == b"rows"
+    with pytest.raises(Exception), reader.new_output(f"{table}/data/b.parquet").create() as out:  # noqa: B017
+        out.write(b"rows")
+
+
 # -- the access check -----------------------------------------------------------------------
 
 

@@ -48,6 +48,7 @@ def test_defaults_are_filled_in_and_the_base_location_derived() -> None:
         "endpoint": None,
         "authority-host": None,
         "sas-enabled": True,
+        "sas-scope": "directory",
         "sas-token-validity-seconds": 3600,
         "allow-alternative-protocols": False,
         "storage-layout": None,
@@ -284,3 +285,13 @@ def test_the_api_credential_model_takes_either_variant_and_only_its_fields() -> 
             AzStorageCredential.model_validate(wrong)
         assert KEY not in str(raised.value) and SECRET not in str(raised.value)
     assert KEY not in repr(AzStorageCredential.model_validate(SHARED))
+
+
+def test_a_filesystem_wide_sas_only_for_a_warehouse_owning_its_filesystem() -> None:
+    assert normalize_profile(profile(**{"sas-scope": "filesystem"}))["sas-scope"] == "filesystem"
+    # With a key-prefix another warehouse may live beside it in the filesystem: its tokens
+    # would open that warehouse's tables too.
+    with pytest.raises(BadRequestError, match="owns its whole"):
+        normalize_profile(profile(**{"sas-scope": "filesystem", "key-prefix": "wh"}))
+    with pytest.raises(BadRequestError, match="'directory' or 'filesystem'"):
+        normalize_profile(profile(**{"sas-scope": "container"}))

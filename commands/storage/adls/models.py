@@ -68,6 +68,12 @@ class AdlsProfile(ProfileBody):
         "Vend table-scoped SAS tokens to clients (default true); needs an account with a "
         "hierarchical namespace"
     )
+    sas_scope: Literal["directory", "filesystem"] | None = _optional(
+        "icelog: what a vended SAS opens. `directory` (default): the table's folder (needs "
+        "an account with a hierarchical namespace). `filesystem`: the whole filesystem, "
+        "for emulators such as Azurite, which sign no directory SAS; only without a "
+        "key-prefix, and every token then reaches every table of the warehouse"
+    )
     sas_token_validity_seconds: StrictInt | None = _optional(
         f"Default {DEFAULT_VALIDITY_S}", minimum=MIN_VALIDITY_S, maximum=MAX_VALIDITY_S
     )

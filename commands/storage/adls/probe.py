@@ -39,7 +39,8 @@ PROBE_DEADLINE_S = 20.0
 _PAYLOAD = b"icelog storage probe"
 HNS_HINT = (
     "directory SAS tokens need an account with a hierarchical namespace (ADLS Gen2); "
-    "set sas-enabled to false to use this storage without vending"
+    "set sas-enabled to false to use this storage without vending, or (an emulator, a "
+    "warehouse owning its whole filesystem) sas-scope to 'filesystem'"
 )
 
 

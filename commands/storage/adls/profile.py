@@ -40,6 +40,7 @@ _FIELDS = {
     "host",
     "authority-host",
     "sas-enabled",
+    "sas-scope",
     "sas-token-validity-seconds",
     "allow-alternative-protocols",
     "storage-layout",
@@ -203,11 +204,30 @@ def normalize_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "endpoint": endpoint,
         "authority-host": authority,
         "sas-enabled": _bool(profile, "sas-enabled", True),
+        "sas-scope": _sas_scope(profile, prefix),
         "sas-token-validity-seconds": _validity(profile),
         "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
         "storage-layout": layout,
         "base-location": base,
     }
+
+
+def _sas_scope(profile: dict[str, Any], prefix: str) -> str:
+    """`directory` (the default): each SAS opens one table's folder. `filesystem`: each SAS
+    opens the whole filesystem — for emulators and accounts that cannot sign a directory
+    SAS (Azurite), and only for a warehouse that owns its whole filesystem, so that a token
+    never reaches another warehouse's tables (it does reach the other tables of its own)."""
+    scope = profile.get("sas-scope")
+    if scope is None:
+        return "directory"
+    if scope not in ("directory", "filesystem"):
+        raise BadRequestError("storage-profile.sas-scope must be 'directory' or 'filesystem'")
+    if scope == "filesystem" and prefix:
+        raise BadRequestError(
+            "storage-profile.sas-scope 'filesystem' needs a warehouse that owns its whole "
+            "filesystem (no key-prefix): its tokens open every folder of the filesystem"
+        )
+    return str(scope)
 
 
 def normalize_credential(credential: object) -> dict[str, Any]:

@@ -21,7 +21,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from azure.storage.blob import BlobServiceClient, UserDelegationKey, generate_blob_sas
+from azure.storage.blob import (
+    BlobServiceClient,
+    UserDelegationKey,
+    generate_blob_sas,
+    generate_container_sas,
+)
 
 READ_PERMISSIONS = "rl"
 # What writing an Iceberg table needs: read, add, create, write, delete (expiring snapshots,
@@ -79,6 +84,32 @@ def directory_sas(
         start=start,
         expiry=expiry,
         is_directory=True,
+    )
+    return SignedSas(token=token, expires_at=expiry)
+
+
+def filesystem_sas(
+    *,
+    account: str,
+    filesystem: str,
+    write: bool,
+    start: dt.datetime,
+    expiry: dt.datetime,
+    account_key: str | None = None,
+    delegation_key: UserDelegationKey | None = None,
+) -> SignedSas:
+    """A SAS for the whole filesystem (`sr=c`): what a profile with `sas-scope: filesystem`
+    vends, where directory SAS cannot be signed (emulators)."""
+    if (account_key is None) == (delegation_key is None):
+        raise ValueError("sign with exactly one of an account key or a user delegation key")
+    token: str = generate_container_sas(
+        account_name=account,
+        container_name=filesystem,
+        account_key=account_key,
+        user_delegation_key=delegation_key,
+        permission=permissions(write=write),
+        start=start,
+        expiry=expiry,
     )
     return SignedSas(token=token, expires_at=expiry)
 

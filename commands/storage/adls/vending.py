@@ -34,6 +34,7 @@ from icelog.commands.storage.adls.sas import (
     SignedSas,
     delegation_key,
     directory_sas,
+    filesystem_sas,
     validity_window,
 )
 from icelog.commands.storage.kind import VendedCredentials
@@ -121,13 +122,18 @@ def sign_with_catalog_credential(
     common = {
         "account": profile["account-name"],
         "filesystem": profile["filesystem"],
-        "directory": directory,
         "write": write,
         "start": start,
         "expiry": expiry,
     }
+
+    def sign(**signing_key: Any) -> SignedSas:
+        if profile.get("sas-scope") == "filesystem":
+            return filesystem_sas(**common, **signing_key)
+        return directory_sas(**common, directory=directory, **signing_key)
+
     if credential["credential-type"] == "shared-access-key":
-        return directory_sas(**common, account_key=credential["key"])
+        return sign(account_key=credential["key"])
     try:
         key = delegation_key(service_client(profile, credential), start, expiry)
     except AzureError as exc:
@@ -135,7 +141,7 @@ def sign_with_catalog_credential(
             "Could not vend storage credentials: no user delegation key from "
             f"{endpoint_of(profile)}: {failure_reason(exc)}"
         ) from None
-    return directory_sas(**common, delegation_key=key)
+    return sign(delegation_key=key)
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,7 @@ class SasVendor:
             endpoint_of(profile),
             profile.get("authority-host"),
             int(profile["sas-token-validity-seconds"]),
+            profile.get("sas-scope"),
             directory,
             write,
         )
