@@ -105,7 +105,8 @@ class StorageAccess:
             access.storage_credentials = self.vend(profile, location, write=rights.write)
             access.config |= access.storage_credentials[0]["config"]
             # Java refreshes expiring credentials through this endpoint.
-            access.config["client.refresh-credentials-endpoint"] = f"{path}/credentials"
+            for key in kind.refresh_endpoint_keys:
+                access.config[key] = f"{path}/credentials"
         elif modes & {VENDED, SIGNING} and kind.signs(profile):
             access.config |= kind.signing_config(
                 profile, signer_uri=catalog_root.rstrip("/"), signer_endpoint=f"{path}/sign"

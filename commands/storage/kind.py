@@ -106,6 +106,8 @@ class NoRemoteSigning:
 class NoVending:
     """For kinds that never vend credentials: base class of such a kind."""
 
+    refresh_endpoint_keys: ClassVar[tuple[str, ...]] = ()
+
     def vends(self, profile: dict[str, Any]) -> bool:
         return False
 
@@ -168,6 +170,11 @@ class StorageKind(Protocol):
     credential_model: ClassVar[type[BaseModel] | None]
     # The console's new-warehouse form for this kind.
     form: ClassVar[ConsoleForm]
+    # The config keys under which clients look for the catalog's credentials endpoint
+    # (`GET .../credentials`) to refresh vended credentials: Iceberg Java reads one per
+    # storage (`client.refresh-credentials-endpoint` for S3, `adls.refresh-credentials-endpoint`,
+    # `gcs.oauth2.refresh-credentials-endpoint`). Empty for kinds that never vend.
+    refresh_endpoint_keys: ClassVar[tuple[str, ...]]
 
     def normalize(
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy

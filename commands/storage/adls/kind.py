@@ -40,6 +40,10 @@ class AdlsKind(NoRemoteSigning):
     profile_model: ClassVar[type[BaseModel]] = AdlsProfile
     credential_model: ClassVar[type[BaseModel] | None] = AzStorageCredential
     form: ClassVar[ConsoleForm] = FORM
+    refresh_endpoint_keys: ClassVar[tuple[str, ...]] = (
+        "client.refresh-credentials-endpoint",
+        "adls.refresh-credentials-endpoint",
+    )
 
     def __init__(self) -> None:
         self._vendor = SasVendor()

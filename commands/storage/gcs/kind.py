@@ -56,6 +56,10 @@ class GcsStorageKind(NoRemoteSigning):
     profile_model: ClassVar[type[BaseModel]] = GcsProfile
     credential_model: ClassVar[type[BaseModel] | None] = GcsCredential
     form: ClassVar[ConsoleForm] = FORM
+    refresh_endpoint_keys: ClassVar[tuple[str, ...]] = (
+        "client.refresh-credentials-endpoint",
+        "gcs.oauth2.refresh-credentials-endpoint",
+    )
 
     def __init__(self) -> None:
         self._vendor = GcsVendor()

@@ -69,6 +69,7 @@ class S3Kind:
     profile_model: ClassVar[type[BaseModel]] = S3StorageProfile
     credential_model: ClassVar[type[BaseModel] | None] = S3StorageCredential
     form: ClassVar[ConsoleForm] = FORM
+    refresh_endpoint_keys: ClassVar[tuple[str, ...]] = ("client.refresh-credentials-endpoint",)
 
     def __init__(self) -> None:
         # Vended credentials, reused during the first half of their lifetime.
