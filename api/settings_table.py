@@ -545,7 +545,9 @@ SETTINGS: tuple[Setting, ...] = (
         "s3_endpoint_hosts",
         k.Names(lower=True),
         "",
-        "when set, S3 profiles may only name these endpoint / STS hosts (`host[:port]`)",
+        "when set, storage profiles may only name these endpoint hosts (`host[:port]`): "
+        "S3 endpoint / STS, ADLS endpoint / authority host, GCS endpoint / STS / the key's "
+        "token URI (the public clouds' own defaults are always allowed)",
         STORAGE,
     ),
 )
