@@ -19,6 +19,7 @@ from icelog.commands.group_commit import ConcurrentChange
 from icelog.commands.known_outcome import append_known, append_written
 from icelog.commands.lookups import KnownNamespaces, get_namespace, get_warehouse
 from icelog.commands.ports import ReadPorts
+from icelog.commands.storage import kind_for
 from icelog.commands.tabular_values import (
     NeedsFreshState,
     NewPlace,
@@ -172,6 +173,7 @@ class TabularCore:
             )
         if parsed == root:
             raise BadRequestError("A table location cannot be the warehouse location itself")
+        kind_for(warehouse.storage_profile).check_location(warehouse.storage_profile, str(parsed))
         other = self.ports.location_index(str(warehouse.id), str(parsed))
         if other is not None:
             # Which table or view holds it stays unsaid: the caller may not be allowed to see it.

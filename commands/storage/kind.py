@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import ForbiddenError, UnsupportedOperationError
+from icelog.domain.errors import BadRequestError, ForbiddenError, UnsupportedOperationError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 from icelog.domain.storage_layout import FIELD as LAYOUT_FIELD
@@ -107,6 +107,9 @@ class NoVending:
     """For kinds that never vend credentials: base class of such a kind."""
 
     refresh_endpoint_keys: ClassVar[tuple[str, ...]] = ()
+
+    def check_location(self, profile: dict[str, Any], location: str) -> None:
+        """Nothing to scope: any location inside the warehouse serves."""
 
     def vends(self, profile: dict[str, Any]) -> bool:
         return False
@@ -206,6 +209,11 @@ class StorageKind(Protocol):
         directly (and neither vending nor signing is on: then a table's answer carries
         nothing about storage)."""
 
+    def check_location(self, profile: dict[str, Any], location: str) -> None:
+        """Refuse (400) a table location inside the warehouse that the kind could not give
+        clients access to — one a vended credential cannot be scoped to — before a table is
+        created or moved there, not when a client first loads it."""
+
     def vends(self, profile: dict[str, Any]) -> bool:
         """Whether the profile turns credential vending on."""
 
@@ -232,3 +240,10 @@ class StorageKind(Protocol):
 
     def signer(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> RemoteSigner:
         """The warehouse's signer; 403 when the profile does not offer signing."""
+
+
+def unscopable(location: str, why: str) -> BadRequestError:
+    """The 400 for a table location a kind's vended credentials cannot be scoped to."""
+    return BadRequestError(
+        f"Location {location} cannot be given to clients with vended credentials: {why}"
+    )

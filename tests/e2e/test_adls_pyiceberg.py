@@ -424,11 +424,6 @@ def test_a_table_location_outside_the_warehouse_is_refused(
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: createTable commits the table, then fails to vend for its location "
-    "and answers 400 (api/routes/tables.py create_table: _load_result after create_table)",
-)
 def test_a_create_refused_for_its_credentials_leaves_no_table(
     az: Azurite, open_deployment: Deployment
 ) -> None:

@@ -414,11 +414,6 @@ def test_a_hostile_table_name_or_location_never_widens_the_condition(
         assert exchange.rules[0]["availableResource"].endswith(f"/buckets/{bucket}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: createTable commits the table, then fails to vend for its location "
-    "and answers 400 (api/routes/tables.py create_table: _load_result after create_table)",
-)
 def test_a_create_refused_for_its_credentials_leaves_no_table(
     emulator: str, auth: FakeGoogleAuth, key: ServiceKey, open_deployment: Deployment
 ) -> None:

@@ -18,15 +18,16 @@ from icelog.commands.storage.adls.profile import (
     normalize_profile,
     same_storage_and_trust,
 )
-from icelog.commands.storage.adls.vending import SasVendor, client_config
+from icelog.commands.storage.adls.vending import SasVendor, client_config, table_directory
 from icelog.commands.storage.kind import (
     ConsoleForm,
     NoRemoteSigning,
     StorageLimits,
     VendedCredentials,
+    unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import ServiceUnavailableError
+from icelog.domain.errors import BadRequestError, ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 
@@ -98,6 +99,14 @@ class AdlsKind(NoRemoteSigning):
 
     def client_config(self, profile: dict[str, Any]) -> dict[str, str]:
         return client_config(profile)
+
+    def check_location(self, profile: dict[str, Any], location: str) -> None:
+        if not self.vends(profile):
+            return
+        try:
+            table_directory(profile, location)
+        except BadRequestError as refused:
+            raise unscopable(location, refused.message.rsplit(": ", 1)[-1]) from None
 
     def vends(self, profile: dict[str, Any]) -> bool:
         return bool(profile.get("sas-enabled"))

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from icelog.commands.storage.gcs.auth import shared_client, tokens_for
+from icelog.commands.storage.gcs.boundary import table_boundary
 from icelog.commands.storage.gcs.fileio import GcsFileIO
 from icelog.commands.storage.gcs.form import FORM
 from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile
@@ -19,12 +20,13 @@ from icelog.commands.storage.gcs.profile import (
     normalize_gcs_credential,
     normalize_gcs_profile,
 )
-from icelog.commands.storage.gcs.vending import GcsVendor
+from icelog.commands.storage.gcs.vending import GcsVendor, table_prefix
 from icelog.commands.storage.kind import (
     ConsoleForm,
     NoRemoteSigning,
     StorageLimits,
     VendedCredentials,
+    unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.errors import BadRequestError, ServiceUnavailableError
@@ -117,6 +119,15 @@ class GcsStorageKind(NoRemoteSigning):
         `gcs.service.host` (a URL with its scheme); Google's own needs nothing."""
         endpoint = profile.get("endpoint") or DEFAULT_ENDPOINT
         return {} if endpoint == DEFAULT_ENDPOINT else {"gcs.service.host": str(endpoint)}
+
+    def check_location(self, profile: dict[str, Any], location: str) -> None:
+        if not self.vends(profile):
+            return
+        bucket, prefix = table_prefix(profile, location)
+        try:
+            table_boundary(bucket, prefix, write=True)
+        except ValueError as exc:
+            raise unscopable(location, str(exc)) from None
 
     def vends(self, profile: dict[str, Any]) -> bool:
         return bool(profile.get("sts-enabled"))

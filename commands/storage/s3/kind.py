@@ -14,11 +14,12 @@ from icelog.commands.storage.kind import (
     RemoteSigner,
     StorageLimits,
     VendedCredentials,
+    unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
 from icelog.commands.storage.s3.form import FORM
 from icelog.commands.storage.s3.models import S3StorageCredential, S3StorageProfile
-from icelog.commands.storage.s3.objects import S3Access, S3FileIO, client_for
+from icelog.commands.storage.s3.objects import S3Access, S3FileIO, client_for, split_location
 from icelog.commands.storage.s3.profile import (
     check_endpoint_host,
     normalize_s3_credential,
@@ -27,7 +28,7 @@ from icelog.commands.storage.s3.profile import (
     s3_access,
 )
 from icelog.commands.storage.s3.signing import S3Signer
-from icelog.commands.storage.s3.vending import CredentialVendor
+from icelog.commands.storage.s3.vending import CredentialVendor, session_policy
 from icelog.domain.errors import (
     BadRequestError,
     CatalogError,
@@ -139,6 +140,15 @@ class S3Kind:
         if profile.get("endpoint"):
             config["s3.endpoint"] = str(profile["endpoint"])
         return config
+
+    def check_location(self, profile: dict[str, Any], location: str) -> None:
+        if not self.vends(profile):
+            return
+        bucket, key = split_location(location)
+        try:
+            session_policy(bucket, key, write=True)
+        except ValueError as exc:
+            raise unscopable(location, str(exc)) from None
 
     def vends(self, profile: dict[str, Any]) -> bool:
         return bool(profile.get("sts-enabled"))
