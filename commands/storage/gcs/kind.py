@@ -7,11 +7,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from icelog.commands.storage.deadline import within_deadline
 from icelog.commands.storage.gcs.auth import shared_client, tokens_for
+from icelog.commands.storage.gcs.failures import NOT_GCS
 from icelog.commands.storage.gcs.fileio import GcsFileIO
 from icelog.commands.storage.gcs.form import FORM
 from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile
-from icelog.commands.storage.gcs.probe import probe, within_deadline
+from icelog.commands.storage.gcs.probe import probe
 from icelog.commands.storage.gcs.profile import (
     DEFAULT_ENDPOINT,
     DEFAULT_STS_ENDPOINT,
@@ -102,7 +104,7 @@ class GcsStorageKind(NoRemoteSigning):
             # A vendor of its own: the check must reach STS, never a cached answer.
             probe(profile, sealed, io, tokens.get, GcsVendor(), self.client_config(profile))
 
-        within_deadline(check)
+        within_deadline(check, no_answer=NOT_GCS, thread_name="icelog-gcs-probe")
 
     def storage_root(self, profile: dict[str, Any]) -> Location:
         return Location.parse(profile.get("base-location"), "storage-profile.base-location")

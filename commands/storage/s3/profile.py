@@ -8,7 +8,6 @@ validated here and stored by the caller in the secret vault; the profile keeps o
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from typing import Any
 from urllib.parse import urlparse, urlsplit
@@ -16,6 +15,7 @@ from urllib.parse import urlparse, urlsplit
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
+from icelog.commands.storage.deadline import within_deadline
 from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS
 from icelog.commands.storage.s3.objects import (
     NOT_S3,
@@ -234,32 +234,11 @@ def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3A
     )
 
 
-# The whole access check: a store that answers slowly enough never trips a per-read
-# timeout, so the check runs in a thread the request stops waiting for.
-PROBE_DEADLINE_S = 20.0
-
-
 def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
-    """The access check within PROBE_DEADLINE_S (`_probe` says what it checks)."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            _probe(profile, access)
-        except BaseException as exc:  # handed to the waiting request
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    # A daemon thread: a probe stuck on a dripping socket neither holds the request nor
-    # the process's exit.
-    worker = threading.Thread(target=run, name="icelog-s3-probe", daemon=True)
-    worker.start()
-    worker.join(PROBE_DEADLINE_S)
-    if not outcome:
-        raise BadRequestError(f"Storage validation failed: {NOT_S3}")
-    if outcome[0] is not None:
-        raise outcome[0]
+    """The access check within the access-check deadline (`_probe` says what it checks)."""
+    within_deadline(
+        lambda: _probe(profile, access), no_answer=NOT_S3, thread_name="icelog-s3-probe"
+    )
 
 
 def _probe(profile: dict[str, Any], access: S3Access) -> None:
