@@ -10,13 +10,22 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any
-from urllib.parse import urlparse, urlsplit
+from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
 from icelog.commands.storage.deadline import within_deadline
 from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS
+from icelog.commands.storage.profile_fields import (
+    DERIVED_FIELDS,
+    flag,
+    int_in_range,
+    key_prefix,
+    optional_str,
+    optional_url,
+    refuse_unknown_fields,
+)
 from icelog.commands.storage.s3.objects import (
     NOT_S3,
     S3Access,
@@ -25,7 +34,6 @@ from icelog.commands.storage.s3.objects import (
     split_location,
 )
 from icelog.domain.errors import BadRequestError
-from icelog.domain.identifiers import reject_control_characters
 from icelog.domain.locations import Location
 
 # Fields a profile may carry: its own, and those of every kind (`storage-layout`), which the
@@ -48,48 +56,11 @@ _FIELDS = SHARED_PROFILE_FIELDS | {
     "remote-signing-enabled",
     "allow-alternative-protocols",
 }
-# Written by icelog into the stored profile; accepted back from a client that round-trips
-# a profile it read from GET warehouse.
-_DERIVED = {"base-location", "credential-id"}
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 # botocore's own rule for region names (a name it refuses would fail later, not here).
 _REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
 _ARN = re.compile(r"^arn:[A-Za-z0-9\-]+:[A-Za-z0-9\-]+:[A-Za-z0-9\-]*:[0-9]*:.+$")
 MIN_VALIDITY_S, MAX_VALIDITY_S = 900, 43_200
-
-
-def _optional_str(profile: dict[str, Any], key: str) -> str | None:
-    value = profile.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadRequestError(f"storage-profile.{key} must be a string")
-    return value
-
-
-def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
-    value = profile.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise BadRequestError(f"storage-profile.{key} must be true or false")
-    return value
-
-
-def _url(value: str | None, key: str) -> str | None:
-    if value is None:
-        return None
-    if not _valid_netloc(value) or urlparse(value).scheme not in ("http", "https"):
-        raise BadRequestError(f"storage-profile.{key} must be an http(s) URL, got {value!r}")
-    parts = urlparse(value)
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        # The endpoint is logged and handed to every client: no credentials in it, and no
-        # query or fragment that would change what the S3 clients call.
-        raise BadRequestError(
-            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
-            "information, query or fragment"
-        )
-    return value.rstrip("/")
 
 
 def _botocore_region(region: str) -> bool:
@@ -100,20 +71,9 @@ def _botocore_region(region: str) -> bool:
     return True
 
 
-def _valid_netloc(value: str) -> bool:
-    try:
-        parsed = urlparse(value)
-        _ = parsed.port  # raises on a port that is not a number or out of range
-    except ValueError:
-        return False
-    return bool(parsed.hostname)
-
-
 def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
     """Check an `s3` profile and return it with every field present and `base-location`."""
-    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
-    if unknown:
-        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(profile, _FIELDS | DERIVED_FIELDS, "storage-profile")
     bucket = profile.get("bucket")
     if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket) or ".." in bucket:
         raise BadRequestError(
@@ -123,32 +83,24 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
     region = profile.get("region")
     if not isinstance(region, str) or not _REGION.fullmatch(region) or not _botocore_region(region):
         raise BadRequestError("storage-profile.region is required (e.g. us-east-1)")
-    prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
-    reject_control_characters(prefix, "storage-profile.key-prefix")
-    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
-        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
+    prefix = key_prefix(profile)
     flavor = profile.get("flavor") or "aws"
     if flavor not in ("aws", "s3-compat"):
         raise BadRequestError("storage-profile.flavor must be 'aws' or 's3-compat'")
-    validity = profile.get("sts-token-validity-seconds", 3600)
-    if validity is None:
-        validity = 3600
-    if (
-        not isinstance(validity, int)
-        or isinstance(validity, bool)
-        or not MIN_VALIDITY_S <= validity <= MAX_VALIDITY_S
-    ):
-        raise BadRequestError(
-            "storage-profile.sts-token-validity-seconds must be an integer from "
-            f"{MIN_VALIDITY_S} to {MAX_VALIDITY_S}"
-        )
+    validity = int_in_range(
+        profile,
+        "sts-token-validity-seconds",
+        default=3600,
+        low=MIN_VALIDITY_S,
+        high=MAX_VALIDITY_S,
+    )
     roles = {}
     for key in ("assume-role-arn", "sts-role-arn"):
-        arn = _optional_str(profile, key)
+        arn = optional_str(profile, key)
         if arn is not None and not _ARN.match(arn):
             raise BadRequestError(f"storage-profile.{key} must be an IAM role ARN")
         roles[key] = arn
-    sts_enabled = _bool(profile, "sts-enabled", False)
+    sts_enabled = flag(profile, "sts-enabled", False)
     no_role = roles["sts-role-arn"] is None and roles["assume-role-arn"] is None
     if sts_enabled and flavor == "aws" and no_role:
         raise BadRequestError(
@@ -163,16 +115,16 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "bucket": bucket,
         "key-prefix": prefix,
         "region": region,
-        "endpoint": _url(_optional_str(profile, "endpoint"), "endpoint"),
-        "path-style-access": _bool(profile, "path-style-access", False),
+        "endpoint": optional_url(profile, "endpoint"),
+        "path-style-access": flag(profile, "path-style-access", False),
         "flavor": flavor,
         "sts-enabled": sts_enabled,
-        "sts-endpoint": _url(_optional_str(profile, "sts-endpoint"), "sts-endpoint"),
+        "sts-endpoint": optional_url(profile, "sts-endpoint"),
         "assume-role-arn": roles["assume-role-arn"],
         "sts-role-arn": roles["sts-role-arn"],
         "sts-token-validity-seconds": validity,
-        "remote-signing-enabled": _bool(profile, "remote-signing-enabled", True),
-        "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
+        "remote-signing-enabled": flag(profile, "remote-signing-enabled", True),
+        "allow-alternative-protocols": flag(profile, "allow-alternative-protocols", False),
         "base-location": base,
     }
 
