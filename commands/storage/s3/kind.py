@@ -20,7 +20,6 @@ from icelog.commands.storage.s3.form import FORM
 from icelog.commands.storage.s3.models import S3StorageCredential, S3StorageProfile
 from icelog.commands.storage.s3.objects import S3Access, S3FileIO, client_for
 from icelog.commands.storage.s3.profile import (
-    check_endpoint_host,
     normalize_s3_credential,
     normalize_s3_profile,
     probe_s3_access,
@@ -83,8 +82,8 @@ class S3Kind:
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         normalized = normalize_s3_profile(profile)
-        check_endpoint_host(policy.s3_endpoint_hosts, "endpoint", normalized["endpoint"])
-        check_endpoint_host(policy.s3_endpoint_hosts, "sts-endpoint", normalized["sts-endpoint"])
+        for key in ("endpoint", "sts-endpoint"):
+            policy.check_endpoint(f"storage-profile.{key}", normalized[key])
         return normalized, normalize_s3_credential(credential)
 
     def keeps_credential(self, old: dict[str, Any], new: dict[str, Any]) -> bool:

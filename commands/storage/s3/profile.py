@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
@@ -127,20 +126,6 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "allow-alternative-protocols": flag(profile, "allow-alternative-protocols", False),
         "base-location": base,
     }
-
-
-def check_endpoint_host(allowed: tuple[str, ...], key: str, url: str | None) -> None:
-    """An endpoint's host (or host:port) must be one of `allowed` (ICELOG_S3_ENDPOINT_HOSTS);
-    nothing allowed: any host."""
-    if url is None or not allowed:
-        return
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    with_port = f"{host}:{parts.port}" if parts.port is not None else host
-    if host not in allowed and with_port not in allowed:
-        raise BadRequestError(
-            f"storage-profile.{key} is not an allowed S3 endpoint host (ICELOG_S3_ENDPOINT_HOSTS)"
-        )
 
 
 def normalize_s3_credential(credential: object) -> dict[str, Any]:
