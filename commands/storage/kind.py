@@ -21,7 +21,11 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import ForbiddenError, UnsupportedOperationError
+from icelog.domain.errors import (
+    ForbiddenError,
+    ServiceUnavailableError,
+    UnsupportedOperationError,
+)
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 from icelog.domain.storage_layout import FIELD as LAYOUT_FIELD
@@ -56,6 +60,14 @@ class VendedCredentials:
 def storage_credentials(v: VendedCredentials) -> list[dict[str, Any]]:
     """The REST spec's `storage-credentials` list (one StorageCredential)."""
     return [{"prefix": v.prefix, "config": dict(v.config)}]
+
+
+def required_credential(credential: dict[str, Any] | None) -> dict[str, Any]:
+    """The credential handed to a kind that cannot work without one; 503 when there is
+    none (not 400: the request is fine, the warehouse's configuration is not)."""
+    if credential is None:
+        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
+    return credential
 
 
 # -- remote signing ---------------------------------------------------------------------------

@@ -24,9 +24,9 @@ from icelog.commands.storage.kind import (
     NoRemoteSigning,
     StorageLimits,
     VendedCredentials,
+    required_credential,
 )
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import ServiceUnavailableError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 
@@ -65,7 +65,7 @@ class AdlsKind(NoRemoteSigning):
         return same_storage_and_trust(old, new)
 
     def check_access(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
-        probe.check_access(profile, _required(credential))
+        probe.check_access(profile, required_credential(credential))
 
     def storage_root(self, profile: dict[str, Any]) -> Location:
         return Location.parse(profile.get("base-location"), "storage-profile.base-location")
@@ -73,7 +73,7 @@ class AdlsKind(NoRemoteSigning):
     def file_io(
         self, profile: dict[str, Any], credential: dict[str, Any] | None, limits: StorageLimits
     ) -> FileIO:
-        credential = _required(credential)
+        credential = required_credential(credential)
         key = (
             profile["base-location"],
             profile.get("endpoint"),
@@ -111,9 +111,3 @@ class AdlsKind(NoRemoteSigning):
         write: bool,
     ) -> VendedCredentials:
         return self._vendor.vend(profile, credential, location, write=write)
-
-
-def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
-    if credential is None:
-        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
-    return credential

@@ -34,7 +34,7 @@ from icelog.commands.storage.adls.sas import (
     filesystem_sas,
     validity_window,
 )
-from icelog.commands.storage.kind import VendedCredentials
+from icelog.commands.storage.kind import VendedCredentials, required_credential
 from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
@@ -169,8 +169,7 @@ class SasVendor:
             raise UnsupportedOperationError(
                 "Credential vending is not enabled for this warehouse's storage profile"
             )
-        if credential is None:
-            raise ServiceUnavailableError("The warehouse's storage has no credential configured")
+        credential = required_credential(credential)
         parsed, directory = table_directory(profile, location)
         # Everything that shapes the answer is in the key, so that a profile edit (endpoint,
         # validity) or a new credential is never answered from a stale entry.

@@ -14,6 +14,7 @@ from icelog.commands.storage.kind import (
     RemoteSigner,
     StorageLimits,
     VendedCredentials,
+    required_credential,
 )
 from icelog.commands.storage.policy import StoragePolicy
 from icelog.commands.storage.s3.form import FORM
@@ -31,7 +32,6 @@ from icelog.domain.errors import (
     BadRequestError,
     CatalogError,
     ForbiddenError,
-    ServiceUnavailableError,
 )
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
@@ -41,12 +41,6 @@ from icelog.domain.ports import FileIO
 # towards a host of their choice).
 CREDENTIAL_BOUND = ("endpoint", "bucket", "region", "sts-endpoint")
 _MAX_CLIENTS = 1024
-
-
-def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
-    if credential is None:
-        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
-    return credential
 
 
 def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None) -> None:
@@ -92,7 +86,7 @@ class S3Kind:
     def check_access(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
         """A probe object written, read, listed and deleted; the STS role assumed once when
         vending is on."""
-        found = _required(credential)
+        found = required_credential(credential)
         access = s3_access(profile, found)
         probe_s3_access(profile, access)
         if profile["sts-enabled"]:
@@ -115,7 +109,7 @@ class S3Kind:
         with self._lock:
             client = self._clients.get(connection)
         if client is None:
-            client = client_for(s3_access(profile, _required(credential)))
+            client = client_for(s3_access(profile, required_credential(credential)))
             with self._lock:
                 if len(self._clients) >= _MAX_CLIENTS:
                     self._clients.clear()
@@ -150,7 +144,7 @@ class S3Kind:
         *,
         write: bool,
     ) -> VendedCredentials:
-        found = _required(credential)
+        found = required_credential(credential)
         return self.vendor.vend(
             profile,
             s3_access(profile, found),
@@ -177,4 +171,4 @@ class S3Kind:
     def signer(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> RemoteSigner:
         if not self.signs(profile):
             raise ForbiddenError("Remote signing is not enabled for this warehouse")
-        return S3Signer(s3_access(profile, _required(credential)))
+        return S3Signer(s3_access(profile, required_credential(credential)))
