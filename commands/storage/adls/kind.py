@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -19,6 +18,7 @@ from icelog.commands.storage.adls.profile import (
     same_storage_and_trust,
 )
 from icelog.commands.storage.adls.vending import SasVendor, client_config
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.kind import (
     ConsoleForm,
     NoRemoteSigning,
@@ -29,8 +29,6 @@ from icelog.commands.storage.kind import (
 from icelog.commands.storage.policy import StoragePolicy
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
-
-_MAX_CACHED = 1024
 
 
 class AdlsKind(NoRemoteSigning):
@@ -47,8 +45,7 @@ class AdlsKind(NoRemoteSigning):
 
     def __init__(self) -> None:
         self._vendor = SasVendor()
-        self._ios: dict[tuple[Any, ...], AdlsFileIO] = {}
-        self._lock = threading.Lock()
+        self._ios: BuildOnceCache[tuple[Any, ...], AdlsFileIO] = BuildOnceCache(max_entries=1024)
 
     def normalize(
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy
@@ -81,20 +78,15 @@ class AdlsKind(NoRemoteSigning):
             credential_digest(credential),
             limits,
         )
-        with self._lock:
-            found = self._ios.get(key)
-        if found is None:
-            found = AdlsFileIO(
+        return self._ios.get(
+            key,
+            lambda: AdlsFileIO(
                 service_client(profile, credential),
                 Location.parse(profile["base-location"], "storage-profile.base-location"),
                 max_read_bytes=limits.max_read_bytes,
                 read_timeout_s=limits.read_timeout_s,
-            )
-            with self._lock:
-                if len(self._ios) >= _MAX_CACHED:
-                    self._ios.clear()
-                found = self._ios.setdefault(key, found)
-        return found
+            ),
+        )
 
     def client_config(self, profile: dict[str, Any]) -> dict[str, str]:
         return client_config(profile)

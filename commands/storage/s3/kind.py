@@ -4,11 +4,11 @@ or have their requests signed by the catalog (remote signing)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.kind import (
     ConsoleForm,
     RemoteSigner,
@@ -40,7 +40,6 @@ from icelog.domain.ports import FileIO
 # carry the credential again (a caller could otherwise have the server sign with it
 # towards a host of their choice).
 CREDENTIAL_BOUND = ("endpoint", "bucket", "region", "sts-endpoint")
-_MAX_CLIENTS = 1024
 
 
 def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None) -> None:
@@ -69,8 +68,7 @@ class S3Kind:
         self.vendor = CredentialVendor()
         # boto3 clients are thread-safe and slow to build (tens of ms): one per credential
         # and endpoint, shared by the warehouses that use the same.
-        self._clients: dict[tuple[Any, ...], Any] = {}
-        self._lock = threading.Lock()
+        self._clients: BuildOnceCache[tuple[Any, ...], Any] = BuildOnceCache(max_entries=1024)
 
     def normalize(
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy
@@ -106,14 +104,9 @@ class S3Kind:
             profile.get("endpoint"),
             profile.get("path-style-access"),
         )
-        with self._lock:
-            client = self._clients.get(connection)
-        if client is None:
-            client = client_for(s3_access(profile, required_credential(credential)))
-            with self._lock:
-                if len(self._clients) >= _MAX_CLIENTS:
-                    self._clients.clear()
-                client = self._clients.setdefault(connection, client)
+        client = self._clients.get(
+            connection, lambda: client_for(s3_access(profile, required_credential(credential)))
+        )
         return S3FileIO(
             client,
             root,
