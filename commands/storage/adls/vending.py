@@ -34,7 +34,11 @@ from icelog.commands.storage.adls.sas import (
     filesystem_sas,
     validity_window,
 )
-from icelog.commands.storage.kind import VendedCredentials, required_credential
+from icelog.commands.storage.kind import (
+    VendedCredentials,
+    required_credential,
+    table_location_inside,
+)
 from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
@@ -94,10 +98,7 @@ def expires_at_ms(sas: SignedSas) -> int:
 def table_directory(profile: dict[str, Any], location: str) -> tuple[Location, str]:
     """The parsed table location and its folder in the filesystem; 400 for anything that is
     not a folder strictly inside the warehouse."""
-    parsed = Location.parse(location, "table location")
-    base = Location.parse(profile["base-location"], "storage-profile.base-location")
-    if not base.contains(parsed) or parsed == base:
-        raise BadRequestError(f"Cannot vend credentials for {location}: outside the warehouse")
+    parsed = table_location_inside(profile, location)
     if "%" in parsed.key:
         # The service decodes a request's path before it compares it with the signed one:
         # an escape would make the signed folder and the folder clients use two places.

@@ -31,14 +31,13 @@ from icelog.commands.storage.gcs.auth import (
 )
 from icelog.commands.storage.gcs.boundary import table_boundary
 from icelog.commands.storage.gcs.failures import NOT_STS, GoogleAuthFailure, oauth_code
-from icelog.commands.storage.kind import VendedCredentials
+from icelog.commands.storage.kind import VendedCredentials, table_location_inside
 from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
     UnsupportedOperationError,
 )
-from icelog.domain.locations import Location
 
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # noqa: S105
@@ -67,17 +66,6 @@ def sts_exchange(url: str, subject_token: str, boundary: dict[str, Any]) -> Mapp
     except (google.auth.exceptions.GoogleAuthError, ValueError, TypeError):
         raise GoogleAuthFailure(NOT_STS) from None
     return answer
-
-
-def table_prefix(profile: Mapping[str, Any], location: str) -> tuple[str, str]:
-    """(bucket, object key prefix) of a table location strictly inside the profile's base
-    location; 400 otherwise. Defence in depth: the catalog already keeps tables inside
-    their warehouse, and a token must never be stretched beyond what it is asked for."""
-    parsed = Location.parse(location, "location")
-    base = Location.parse(profile["base-location"], "storage-profile.base-location")
-    if parsed.scheme != "gs" or not base.contains(parsed) or parsed == base:
-        raise BadRequestError(f"Cannot vend credentials for {location}: not a table location")
-    return parsed.authority, parsed.key
 
 
 class GcsVendor:
@@ -110,7 +98,8 @@ class GcsVendor:
             raise UnsupportedOperationError(
                 "Credential vending is not enabled for this warehouse's storage profile"
             )
-        bucket, prefix = table_prefix(profile, location)
+        table = table_location_inside(profile, location)
+        bucket, prefix = table.authority, table.key
         try:
             boundary = table_boundary(bucket, prefix, write=write)
         except ValueError:
