@@ -21,7 +21,12 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import BadRequestError, ForbiddenError, UnsupportedOperationError
+from icelog.domain.errors import (
+    BadRequestError,
+    ForbiddenError,
+    ServiceUnavailableError,
+    UnsupportedOperationError,
+)
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
 from icelog.domain.storage_layout import FIELD as LAYOUT_FIELD
@@ -56,6 +61,25 @@ class VendedCredentials:
 def storage_credentials(v: VendedCredentials) -> list[dict[str, Any]]:
     """The REST spec's `storage-credentials` list (one StorageCredential)."""
     return [{"prefix": v.prefix, "config": dict(v.config)}]
+
+
+def table_location_inside(profile: Mapping[str, Any], location: str) -> Location:
+    """A location to vend credentials for, strictly inside the profile's base location; 400
+    otherwise. Defence in depth: the catalog already keeps tables inside their warehouse,
+    and a credential must never be stretched beyond what it is asked for."""
+    parsed = Location.parse(location, "table location")
+    base = Location.parse(profile["base-location"], "storage-profile.base-location")
+    if not base.contains(parsed) or parsed == base:
+        raise BadRequestError(f"Cannot vend credentials for {location}: outside the warehouse")
+    return parsed
+
+
+def required_credential(credential: dict[str, Any] | None) -> dict[str, Any]:
+    """The credential handed to a kind that cannot work without one; 503 when there is
+    none (not 400: the request is fine, the warehouse's configuration is not)."""
+    if credential is None:
+        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
+    return credential
 
 
 # -- remote signing ---------------------------------------------------------------------------

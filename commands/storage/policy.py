@@ -21,7 +21,7 @@ class StoragePolicy:
 
     def check_endpoint(self, key: str, url: str | None) -> None:
         """A URL a profile names, which the catalog would call with the warehouse's credential
-        (an ADLS or GCS endpoint, a token or STS endpoint): its host (or host:port) must be
+        (a storage endpoint, a token or STS endpoint): its host (or host:port) must be
         on the operator's list when there is one. One list for every kind: what it guards
         against (a warehouse that sends the server's requests elsewhere) is the same."""
         if url is None or not self.s3_endpoint_hosts:

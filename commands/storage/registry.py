@@ -8,7 +8,6 @@ What every kind's profile shares is handled here, once: the `type` that finds th
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
@@ -16,6 +15,7 @@ from uuid import UUID
 import orjson
 
 from icelog.commands.storage.adls import KIND as ADLS
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.file import KIND as FILE
 from icelog.commands.storage.gcs import KIND as GCS
 from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS, StorageKind, StorageLimits
@@ -41,9 +41,7 @@ DEFAULT_LIMITS = StorageLimits()
 NO_POLICY = StoragePolicy()  # nothing restricted
 # FileIOs by (kind, profile, limits): building one may cost a client (tens of ms for boto3)
 # or resolving a root; a profile that changes in any way gets a new one.
-_IOS: dict[tuple[Any, ...], FileIO] = {}
-_LOCK = threading.Lock()
-_MAX_CACHED = 1024
+_IOS: BuildOnceCache[tuple[Any, ...], FileIO] = BuildOnceCache(max_entries=1024)
 
 
 def kind_named(name: object) -> StorageKind:
@@ -91,16 +89,9 @@ def file_io_for(
     """The FileIO that serves a warehouse's storage profile, confined to its base location."""
     kind = kind_for(storage_profile)
     key = (kind.name, orjson.dumps(storage_profile, option=orjson.OPT_SORT_KEYS), limits)
-    with _LOCK:
-        found = _IOS.get(key)
-    if found is not None:
-        return found
-    found = kind.file_io(storage_profile, credential_of(storage_profile, vault), limits)
-    with _LOCK:
-        if len(_IOS) >= _MAX_CACHED:
-            _IOS.clear()
-        _IOS[key] = found
-    return found
+    return _IOS.get(
+        key, lambda: kind.file_io(storage_profile, credential_of(storage_profile, vault), limits)
+    )
 
 
 def validate_storage_profile(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from typing import Any
 
 from azure.core.credentials import AzureNamedKeyCredential, TokenCredential
@@ -25,14 +24,13 @@ from azure.identity import ClientSecretCredential
 from azure.storage.blob import BlobServiceClient, ExponentialRetry
 
 from icelog.commands.storage.adls.profile import DEFAULT_AUTHORITY_HOST, endpoint_of
+from icelog.commands.storage.build_once import BuildOnceCache
 
 NOT_AZURE = "no Azure Blob service answered at the endpoint"
 NO_TOKEN = "no token for the service principal from the authority host"  # noqa: S105
 # Azure error codes are words (AuthorizationFailure, ContainerNotFound, BlobAlreadyExists).
 _CODE = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,63}$")
-_MAX_CLIENTS = 256
-_CLIENTS: dict[tuple[Any, ...], BlobServiceClient] = {}
-_LOCK = threading.Lock()
+_CLIENTS: BuildOnceCache[tuple[Any, ...], BlobServiceClient] = BuildOnceCache(max_entries=256)
 
 
 def credential_digest(credential: dict[str, Any] | None) -> str:
@@ -79,26 +77,21 @@ def service_client(
         credential_digest(credential),
         quick,
     )
-    with _LOCK:
-        found = _CLIENTS.get(key)
-    if found is not None:
-        return found
-    client = BlobServiceClient(
-        account_url=endpoint,
-        credential=_storage_credential(profile, credential),
-        connection_timeout=3 if quick else 10,
-        read_timeout=10 if quick else 30,
-        retry_policy=retry_policy(quick=quick),
-        # Reads are bounded by the caller; smaller requests keep each one short.
-        max_single_get_size=4 << 20,
-        max_chunk_get_size=4 << 20,
-        # Metadata files go up in one request, which `overwrite=False` makes conditional.
-        max_single_put_size=64 << 20,
+    return _CLIENTS.get(
+        key,
+        lambda: BlobServiceClient(
+            account_url=endpoint,
+            credential=_storage_credential(profile, credential),
+            connection_timeout=3 if quick else 10,
+            read_timeout=10 if quick else 30,
+            retry_policy=retry_policy(quick=quick),
+            # Reads are bounded by the caller; smaller requests keep each one short.
+            max_single_get_size=4 << 20,
+            max_chunk_get_size=4 << 20,
+            # Metadata files go up in one request, which `overwrite=False` makes conditional.
+            max_single_put_size=64 << 20,
+        ),
     )
-    with _LOCK:
-        if len(_CLIENTS) >= _MAX_CLIENTS:
-            _CLIENTS.clear()
-        return _CLIENTS.setdefault(key, client)
 
 
 def retry_policy(*, quick: bool) -> ExponentialRetry:

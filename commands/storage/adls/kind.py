@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -19,19 +18,19 @@ from icelog.commands.storage.adls.profile import (
     same_storage_and_trust,
 )
 from icelog.commands.storage.adls.vending import SasVendor, client_config, table_directory
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.kind import (
     ConsoleForm,
     NoRemoteSigning,
     StorageLimits,
     VendedCredentials,
+    required_credential,
     unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
-from icelog.domain.errors import BadRequestError, ServiceUnavailableError
+from icelog.domain.errors import BadRequestError
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
-
-_MAX_CACHED = 1024
 
 
 class AdlsKind(NoRemoteSigning):
@@ -48,8 +47,7 @@ class AdlsKind(NoRemoteSigning):
 
     def __init__(self) -> None:
         self._vendor = SasVendor()
-        self._ios: dict[tuple[Any, ...], AdlsFileIO] = {}
-        self._lock = threading.Lock()
+        self._ios: BuildOnceCache[tuple[Any, ...], AdlsFileIO] = BuildOnceCache(max_entries=1024)
 
     def normalize(
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy
@@ -66,7 +64,7 @@ class AdlsKind(NoRemoteSigning):
         return same_storage_and_trust(old, new)
 
     def check_access(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
-        probe.check_access(profile, _required(credential))
+        probe.check_access(profile, required_credential(credential))
 
     def storage_root(self, profile: dict[str, Any]) -> Location:
         return Location.parse(profile.get("base-location"), "storage-profile.base-location")
@@ -74,7 +72,7 @@ class AdlsKind(NoRemoteSigning):
     def file_io(
         self, profile: dict[str, Any], credential: dict[str, Any] | None, limits: StorageLimits
     ) -> FileIO:
-        credential = _required(credential)
+        credential = required_credential(credential)
         key = (
             profile["base-location"],
             profile.get("endpoint"),
@@ -82,20 +80,15 @@ class AdlsKind(NoRemoteSigning):
             credential_digest(credential),
             limits,
         )
-        with self._lock:
-            found = self._ios.get(key)
-        if found is None:
-            found = AdlsFileIO(
+        return self._ios.get(
+            key,
+            lambda: AdlsFileIO(
                 service_client(profile, credential),
                 Location.parse(profile["base-location"], "storage-profile.base-location"),
                 max_read_bytes=limits.max_read_bytes,
                 read_timeout_s=limits.read_timeout_s,
-            )
-            with self._lock:
-                if len(self._ios) >= _MAX_CACHED:
-                    self._ios.clear()
-                found = self._ios.setdefault(key, found)
-        return found
+            ),
+        )
 
     def client_config(self, profile: dict[str, Any]) -> dict[str, str]:
         return client_config(profile)
@@ -120,9 +113,3 @@ class AdlsKind(NoRemoteSigning):
         write: bool,
     ) -> VendedCredentials:
         return self._vendor.vend(profile, credential, location, write=write)
-
-
-def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
-    if credential is None:
-        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
-    return credential

@@ -8,7 +8,7 @@ Secrets are write-only and kept out of every repr.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
@@ -19,14 +19,10 @@ from icelog.commands.storage.adls.profile import (
     MAX_VALIDITY_S,
     MIN_VALIDITY_S,
 )
-from icelog.commands.storage.shapes import ProfileBody, StorageBody
+from icelog.commands.storage.shapes import ProfileBody, StorageBody, optional
 
 _HTTP_URL = "^https?://[^/?#@]+(/[^?#]*)?$"
 _HTTPS_URL = "^https://[^/?#@]+(/[^?#]*)?$"
-
-
-def _optional(description: str, **schema: Any) -> Any:
-    return Field(default=None, description=description, json_schema_extra=schema or None)
 
 
 class AdlsProfile(ProfileBody):
@@ -45,47 +41,47 @@ class AdlsProfile(ProfileBody):
         "single '-'",
         json_schema_extra={"pattern": FILESYSTEM_NAME.pattern},
     )
-    key_prefix: StrictStr | None = _optional(
+    key_prefix: StrictStr | None = optional(
         "Folder of the warehouse in the filesystem; outer '/' are dropped and no part may be "
         "empty, '.' or '..'. Default: the whole filesystem (stored as \"\")."
     )
-    host: StrictStr | None = _optional(
+    host: StrictStr | None = optional(
         "The account's DFS host suffix, as in table locations "
         "`abfss://<filesystem>@<account>.<host>/...`. Default dfs.core.windows.net"
     )
-    endpoint: StrictStr | None = _optional(
+    endpoint: StrictStr | None = optional(
         "icelog: the Blob API URL the catalog and its clients call. Default "
         "`https://<account>.blob.<host without its 'dfs.'>`; an emulator such as Azurite: "
         "`http://127.0.0.1:10000/<account>`",
         pattern=_HTTP_URL,
     )
-    authority_host: StrictStr | None = _optional(
+    authority_host: StrictStr | None = optional(
         "Entra ID authority for a service principal's tokens (an https URL). Default "
         "https://login.microsoftonline.com",
         pattern=_HTTPS_URL,
     )
-    sas_enabled: StrictBool | None = _optional(
+    sas_enabled: StrictBool | None = optional(
         "Vend table-scoped SAS tokens to clients (default true); needs an account with a "
         "hierarchical namespace"
     )
-    sas_scope: Literal["directory", "filesystem"] | None = _optional(
+    sas_scope: Literal["directory", "filesystem"] | None = optional(
         "icelog: what a vended SAS opens. `directory` (default): the table's folder (needs "
         "an account with a hierarchical namespace). `filesystem`: the whole filesystem, "
         "for emulators such as Azurite, which sign no directory SAS; only without a "
         "key-prefix, and every token then reaches every table of the warehouse"
     )
-    sas_token_validity_seconds: StrictInt | None = _optional(
+    sas_token_validity_seconds: StrictInt | None = optional(
         f"Default {DEFAULT_VALIDITY_S}", minimum=MIN_VALIDITY_S, maximum=MAX_VALIDITY_S
     )
-    allow_alternative_protocols: StrictBool | None = _optional(
+    allow_alternative_protocols: StrictBool | None = optional(
         "Accept wasbs:// table locations (default false)"
     )
-    base_location: StrictStr | None = _optional(
+    base_location: StrictStr | None = optional(
         "`abfss://<filesystem>@<account>.<host>[/<key-prefix>]`, set by the server (ignored "
         "in requests)",
         readOnly=True,
     )
-    credential_id: StrictStr | None = _optional(
+    credential_id: StrictStr | None = optional(
         "The sealed credential's id, set by the server (ignored in requests); the credential "
         "itself is never returned",
         readOnly=True,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import threading
 import uuid
 from typing import Any
 
@@ -32,10 +31,10 @@ from icelog.commands.storage.adls.clients import (
 )
 from icelog.commands.storage.adls.profile import endpoint_of
 from icelog.commands.storage.adls.vending import sign_with_catalog_credential, table_directory
+from icelog.commands.storage.deadline import within_deadline
 from icelog.domain.errors import BadRequestError, CatalogError
 from icelog.domain.locations import Location
 
-PROBE_DEADLINE_S = 20.0
 _PAYLOAD = b"icelog storage probe"
 HNS_HINT = (
     "directory SAS tokens need an account with a hierarchical namespace (ADLS Gen2); "
@@ -45,28 +44,14 @@ HNS_HINT = (
 
 
 def check_access(profile: dict[str, Any], credential: dict[str, Any]) -> None:
-    """The access check within PROBE_DEADLINE_S (see the module docstring)."""
-    outcome: list[BaseException | None] = []
+    """The access check within the access-check deadline (see the module docstring)."""
 
-    def run() -> None:
-        try:
-            _probe(profile, credential)
-            if profile["sas-enabled"]:
-                _probe_sas(profile, credential)
-        except BaseException as exc:  # handed to the waiting request
-            outcome.append(exc)
-        else:
-            outcome.append(None)
+    def check() -> None:
+        _probe(profile, credential)
+        if profile["sas-enabled"]:
+            _probe_sas(profile, credential)
 
-    # A daemon thread: a probe stuck on a dripping socket holds neither the request nor the
-    # process's exit.
-    worker = threading.Thread(target=run, name="icelog-adls-probe", daemon=True)
-    worker.start()
-    worker.join(PROBE_DEADLINE_S)
-    if not outcome:
-        raise BadRequestError(f"Storage validation failed: {NOT_AZURE}")
-    if outcome[0] is not None:
-        raise outcome[0]
+    within_deadline(check, no_answer=NOT_AZURE, thread_name="icelog-adls-probe")
 
 
 def _failed(step: str, location: str, exc: BaseException) -> BadRequestError:

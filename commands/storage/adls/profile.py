@@ -15,10 +15,18 @@ import base64
 import binascii
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
+from icelog.commands.storage.profile_fields import (
+    DERIVED_FIELDS,
+    HTTP_SCHEMES,
+    flag,
+    int_in_range,
+    key_prefix,
+    optional_str,
+    optional_url,
+    refuse_unknown_fields,
+)
 from icelog.domain.errors import BadRequestError
-from icelog.domain.identifiers import reject_control_characters
 from icelog.domain.locations import Location
 
 TYPE = "adls"
@@ -46,9 +54,6 @@ _FIELDS = {
     "storage-layout",
     "endpoint",
 }
-# Written by icelog into the stored profile; accepted back from a client that round-trips a
-# profile it read from GET warehouse.
-_DERIVED = {"base-location", "credential-id"}
 # Azure's naming rules: accounts 3-24 lowercase letters and digits; containers (filesystems)
 # 3-63 lowercase letters, digits and single hyphens, starting and ending with a letter or digit.
 ACCOUNT_NAME = re.compile(r"^[a-z0-9]{3,24}$")
@@ -65,46 +70,13 @@ _CREDENTIAL_FIELDS = {
 }
 
 
-def _optional_str(profile: dict[str, Any], key: str) -> str | None:
-    value = profile.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadRequestError(f"storage-profile.{key} must be a string")
-    return value
-
-
-def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
-    value = profile.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise BadRequestError(f"storage-profile.{key} must be true or false")
-    return value
-
-
-def _url(value: str | None, key: str, *, schemes: tuple[str, ...]) -> str | None:
-    """scheme://host[:port][/path] with no user information, query or fragment: the URL is
-    logged and handed to clients, so it must never carry a credential, and a query would
-    change what the SDKs call."""
-    if value is None:
-        return None
-    shown = " or ".join(schemes)
-    try:
-        parts = urlsplit(value)
-        _ = parts.port  # raises on a port that is not a number or out of range
-    except ValueError:
-        raise BadRequestError(f"storage-profile.{key} must be an {shown} URL") from None
-    if parts.scheme not in schemes or not parts.hostname:
-        raise BadRequestError(f"storage-profile.{key} must be an {shown} URL")
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        raise BadRequestError(
-            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
-            "information, query or fragment"
-        )
-    if any(ch.isspace() for ch in value) or "\\" in value or "%" in value:
+def _url(profile: dict[str, Any], key: str, *, schemes: tuple[str, ...]) -> str | None:
+    """An `http_url` that holds no white space, '\\' or '%' either: ADLS's rule is
+    stricter than the other kinds' (and stays as it was when they came to share one)."""
+    url = optional_url(profile, key, schemes=schemes)
+    if url is not None and (any(ch.isspace() for ch in url) or "\\" in url or "%" in url):
         raise BadRequestError(f"storage-profile.{key} must not contain white space, '\\' or '%'")
-    return value.rstrip("/")
+    return url
 
 
 def default_endpoint(account: str, host: str) -> str | None:
@@ -123,31 +95,12 @@ def endpoint_of(profile: dict[str, Any]) -> str:
     return str(endpoint)
 
 
-def _validity(profile: dict[str, Any]) -> int:
-    validity = profile.get("sas-token-validity-seconds")
-    if validity is None:
-        return DEFAULT_VALIDITY_S
-    if (
-        not isinstance(validity, int)
-        or isinstance(validity, bool)
-        or not MIN_VALIDITY_S <= validity <= MAX_VALIDITY_S
-    ):
-        raise BadRequestError(
-            "storage-profile.sas-token-validity-seconds must be an integer from "
-            f"{MIN_VALIDITY_S} to {MAX_VALIDITY_S} (7 days)"
-        )
-    return validity
-
-
 def _key_prefix(profile: dict[str, Any]) -> str:
-    prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
-    reject_control_characters(prefix, "storage-profile.key-prefix")
+    prefix = key_prefix(profile)
     if len(prefix) > MAX_KEY_PREFIX_CHARS:
         raise BadRequestError(
             f"storage-profile.key-prefix must be at most {MAX_KEY_PREFIX_CHARS} characters"
         )
-    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
-        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
     return prefix
 
 
@@ -157,9 +110,7 @@ def normalize_profile(profile: dict[str, Any]) -> dict[str, Any]:
     unknown field is refused, so that a setting never silently does nothing."""
     if profile.get("type") != TYPE:
         raise BadRequestError("storage-profile.type must be 'adls'")
-    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
-    if unknown:
-        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(profile, _FIELDS | DERIVED_FIELDS, "storage-profile")
     account = profile.get("account-name")
     if not isinstance(account, str) or not ACCOUNT_NAME.fullmatch(account):
         raise BadRequestError(
@@ -173,18 +124,18 @@ def normalize_profile(profile: dict[str, Any]) -> dict[str, Any]:
             "(3-63 lowercase letters, digits and single '-', starting and ending with a "
             "letter or digit)"
         )
-    host = (_optional_str(profile, "host") or DEFAULT_HOST).lower().rstrip(".")
+    host = (optional_str(profile, "host") or DEFAULT_HOST).lower().rstrip(".")
     if not HOST_NAME.fullmatch(host) or len(host) > 253:
         raise BadRequestError(
             "storage-profile.host must be a DNS name such as dfs.core.windows.net"
         )
-    endpoint = _url(_optional_str(profile, "endpoint"), "endpoint", schemes=("http", "https"))
+    endpoint = _url(profile, "endpoint", schemes=HTTP_SCHEMES)
     if endpoint is None and default_endpoint(account, host) is None:
         raise BadRequestError(
             "storage-profile.endpoint (the Blob API URL) is required when host does not "
             "start with 'dfs.'"
         )
-    authority = _url(_optional_str(profile, "authority-host"), "authority-host", schemes=("https",))
+    authority = _url(profile, "authority-host", schemes=("https",))
     layout = profile.get("storage-layout")
     if layout is not None and not isinstance(layout, dict):
         raise BadRequestError("storage-profile.storage-layout must be an object")
@@ -203,10 +154,16 @@ def normalize_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "host": host,
         "endpoint": endpoint,
         "authority-host": authority,
-        "sas-enabled": _bool(profile, "sas-enabled", True),
+        "sas-enabled": flag(profile, "sas-enabled", True),
         "sas-scope": _sas_scope(profile, prefix),
-        "sas-token-validity-seconds": _validity(profile),
-        "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
+        "sas-token-validity-seconds": int_in_range(
+            profile,
+            "sas-token-validity-seconds",
+            default=DEFAULT_VALIDITY_S,
+            low=MIN_VALIDITY_S,
+            high=MAX_VALIDITY_S,
+        ),
+        "allow-alternative-protocols": flag(profile, "allow-alternative-protocols", False),
         "storage-layout": layout,
         "base-location": base,
     }
@@ -248,9 +205,7 @@ def normalize_credential(credential: object) -> dict[str, Any]:
         raise BadRequestError(
             "storage-credential.credential-type must be 'shared-access-key' or 'client-credentials'"
         )
-    unknown = sorted(set(credential) - _CREDENTIAL_FIELDS[kind])
-    if unknown:
-        raise BadRequestError(f"storage-credential has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(credential, _CREDENTIAL_FIELDS[kind], "storage-credential")
     if kind == "shared-access-key":
         key = credential.get("key")
         if not isinstance(key, str) or not _is_base64(key):

@@ -19,11 +19,8 @@ Nothing here logs or raises with a key, secret, token or SAS.
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from azure.core.exceptions import AzureError
@@ -37,7 +34,12 @@ from icelog.commands.storage.adls.sas import (
     filesystem_sas,
     validity_window,
 )
-from icelog.commands.storage.kind import VendedCredentials
+from icelog.commands.storage.kind import (
+    VendedCredentials,
+    required_credential,
+    table_location_inside,
+)
+from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
@@ -96,10 +98,7 @@ def expires_at_ms(sas: SignedSas) -> int:
 def table_directory(profile: dict[str, Any], location: str) -> tuple[Location, str]:
     """The parsed table location and its folder in the filesystem; 400 for anything that is
     not a folder strictly inside the warehouse."""
-    parsed = Location.parse(location, "table location")
-    base = Location.parse(profile["base-location"], "storage-profile.base-location")
-    if not base.contains(parsed) or parsed == base:
-        raise BadRequestError(f"Cannot vend credentials for {location}: outside the warehouse")
+    parsed = table_location_inside(profile, location)
     if "%" in parsed.key:
         # The service decodes a request's path before it compares it with the signed one:
         # an escape would make the signed folder and the folder clients use two places.
@@ -144,18 +143,9 @@ def sign_with_catalog_credential(
     return sign(delegation_key=key)
 
 
-@dataclass(frozen=True)
-class _Entry:
-    credentials: VendedCredentials
-    reuse_until: float  # clock() seconds: half of the lifetime past the request
-
-
 class SasVendor:
-    """Vends and caches table-scoped SAS tokens; safe to share between threads.
-
-    An entry is reused during the first half of its lifetime only, so a client always gets a
-    token valid for at least half the configured validity. Two concurrent misses for one key
-    may both sign; both results are valid. `clock` tells wall-clock seconds."""
+    """Vends and caches table-scoped SAS tokens (`VendCache` says for how long); safe to
+    share between threads. `clock` tells wall-clock seconds."""
 
     def __init__(
         self,
@@ -164,13 +154,9 @@ class SasVendor:
         max_entries: int = 10_000,
         signer: Signer = sign_with_catalog_credential,
     ) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
         self._clock = clock
-        self._max_entries = max_entries
         self._signer = signer
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._cache = VendCache(max_entries)
 
     def vend(
         self,
@@ -184,8 +170,7 @@ class SasVendor:
             raise UnsupportedOperationError(
                 "Credential vending is not enabled for this warehouse's storage profile"
             )
-        if credential is None:
-            raise ServiceUnavailableError("The warehouse's storage has no credential configured")
+        credential = required_credential(credential)
         parsed, directory = table_directory(profile, location)
         # Everything that shapes the answer is in the key, so that a profile edit (endpoint,
         # validity) or a new credential is never answered from a stale entry.
@@ -202,12 +187,9 @@ class SasVendor:
             write,
         )
         now = self._clock()
-        with self._lock:
-            entry = self._cache.get(key)
-            if entry is not None:
-                if now < entry.reuse_until:
-                    return _copy(entry.credentials)
-                del self._cache[key]
+        cached = self._cache.get(key, now)
+        if cached is not None:
+            return cached
         sas = self._signer(
             profile, credential, directory, write, dt.datetime.fromtimestamp(now, dt.UTC)
         )
@@ -215,14 +197,4 @@ class SasVendor:
             prefix=str(parsed), config=sas_config(profile, sas), expires_at_ms=expires_at_ms(sas)
         )
         lifetime = max(0.0, sas.expires_at.timestamp() - now)
-        with self._lock:
-            self._cache[key] = _Entry(vended, now + lifetime / 2)
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._max_entries:
-                self._cache.popitem(last=False)
-        return _copy(vended)
-
-
-def _copy(v: VendedCredentials) -> VendedCredentials:
-    # The cached config must not change if a caller adds keys to the one it got.
-    return replace(v, config=dict(v.config))
+        return self._cache.put(key, vended, now=now, lifetime_s=lifetime)

@@ -27,6 +27,7 @@ import google.auth.transport
 import httpx
 from google.oauth2 import service_account
 
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.gcs.failures import (
     NOT_TOKEN_ENDPOINT,
     GoogleAuthFailure,
@@ -41,7 +42,6 @@ AUTH_TIMEOUT = httpx.Timeout(connect=5.0, read=10.0, write=10.0, pool=5.0)
 _MAX_ANSWER_BYTES = 64 << 10
 # When a token endpoint does not say how long a token lives (Google's say 3599 s).
 _ASSUMED_LIFETIME_S = 3600.0
-_MAX_ACCOUNTS = 1024
 
 
 class _Response(google.auth.transport.Response):
@@ -193,19 +193,13 @@ class ServiceAccountTokens:
         return AccessToken(token, issued_at=now, expires_at=now + max(0.0, lifetime))
 
 
-_ACCOUNTS: dict[str, ServiceAccountTokens] = {}
-_ACCOUNTS_LOCK = threading.Lock()
+_ACCOUNTS: BuildOnceCache[str, ServiceAccountTokens] = BuildOnceCache(max_entries=1024)
 
 
 def tokens_for(credential: Mapping[str, Any]) -> ServiceAccountTokens:
     """The token source of a sealed `service-account-key` credential, shared by every
     FileIO and vendor that uses the same key."""
-    fingerprint = key_fingerprint(credential)
-    with _ACCOUNTS_LOCK:
-        found = _ACCOUNTS.get(fingerprint)
-        if found is None:
-            if len(_ACCOUNTS) >= _MAX_ACCOUNTS:
-                _ACCOUNTS.clear()
-            found = ServiceAccountTokens(credential["key"], HttpxRequest(shared_client()))
-            _ACCOUNTS[fingerprint] = found
-        return found
+    return _ACCOUNTS.get(
+        key_fingerprint(credential),
+        lambda: ServiceAccountTokens(credential["key"], HttpxRequest(shared_client())),
+    )

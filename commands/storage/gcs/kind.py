@@ -7,12 +7,14 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from icelog.commands.storage.deadline import within_deadline
 from icelog.commands.storage.gcs.auth import shared_client, tokens_for
 from icelog.commands.storage.gcs.boundary import table_boundary
+from icelog.commands.storage.gcs.failures import NOT_GCS
 from icelog.commands.storage.gcs.fileio import GcsFileIO
 from icelog.commands.storage.gcs.form import FORM
 from icelog.commands.storage.gcs.models import GcsCredential, GcsProfile
-from icelog.commands.storage.gcs.probe import probe, within_deadline
+from icelog.commands.storage.gcs.probe import probe
 from icelog.commands.storage.gcs.profile import (
     DEFAULT_ENDPOINT,
     DEFAULT_STS_ENDPOINT,
@@ -20,12 +22,13 @@ from icelog.commands.storage.gcs.profile import (
     normalize_gcs_credential,
     normalize_gcs_profile,
 )
-from icelog.commands.storage.gcs.vending import GcsVendor, table_prefix
+from icelog.commands.storage.gcs.vending import GcsVendor
 from icelog.commands.storage.kind import (
     ConsoleForm,
     NoRemoteSigning,
     StorageLimits,
     VendedCredentials,
+    table_location_inside,
     unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
@@ -104,7 +107,7 @@ class GcsStorageKind(NoRemoteSigning):
             # A vendor of its own: the check must reach STS, never a cached answer.
             probe(profile, sealed, io, tokens.get, GcsVendor(), self.client_config(profile))
 
-        within_deadline(check)
+        within_deadline(check, no_answer=NOT_GCS, thread_name="icelog-gcs-probe")
 
     def storage_root(self, profile: dict[str, Any]) -> Location:
         return Location.parse(profile.get("base-location"), "storage-profile.base-location")
@@ -123,9 +126,9 @@ class GcsStorageKind(NoRemoteSigning):
     def check_location(self, profile: dict[str, Any], location: str) -> None:
         if not self.vends(profile):
             return
-        bucket, prefix = table_prefix(profile, location)
+        table = table_location_inside(profile, location)
         try:
-            table_boundary(bucket, prefix, write=True)
+            table_boundary(table.authority, table.key, write=True)
         except ValueError as exc:
             raise unscopable(location, str(exc)) from None
 

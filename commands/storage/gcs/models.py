@@ -13,13 +13,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr
 
-from icelog.commands.storage.shapes import ProfileBody, StorageBody
+from icelog.commands.storage.shapes import ProfileBody, StorageBody, optional
 
 _URL = "^$|^https?://[^/?#@]+(/[^?#]*)?$"
-
-
-def _documented(description: str, **schema: Any) -> Any:
-    return Field(default=None, description=description, json_schema_extra=schema or None)
 
 
 class GcsProfile(ProfileBody):
@@ -34,27 +30,27 @@ class GcsProfile(ProfileBody):
         "(up to 222 with dots), starting and ending with a letter or digit",
         json_schema_extra={"pattern": "^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$"},
     )
-    key_prefix: StrictStr | None = _documented(
+    key_prefix: StrictStr | None = optional(
         "Folder of the warehouse in the bucket; outer '/' are dropped and no part may be "
         "empty, '.' or '..'; no ', % or \\. Default: the whole bucket (stored as \"\")."
     )
-    sts_enabled: StrictBool | None = _documented(
+    sts_enabled: StrictBool | None = optional(
         "Vend downscoped tokens (GCS STS with a Credential Access Boundary) to clients; "
         "default true"
     )
-    endpoint: StrictStr | None = _documented(
+    endpoint: StrictStr | None = optional(
         "The GCS JSON API root the catalog and the clients use (an http(s) URL); default "
         "https://storage.googleapis.com. Set it for an emulator (fake-gcs-server).",
         pattern=_URL,
     )
-    sts_endpoint: StrictStr | None = _documented(
+    sts_endpoint: StrictStr | None = optional(
         "The token exchange URL for vending; default https://sts.googleapis.com/v1/token",
         pattern=_URL,
     )
-    base_location: StrictStr | None = _documented(
+    base_location: StrictStr | None = optional(
         "`gs://<bucket>[/<key-prefix>]`, set by the server (ignored in requests)", readOnly=True
     )
-    credential_id: UUID | None = _documented(
+    credential_id: UUID | None = optional(
         "The sealed credential's id, set by the server (ignored in requests); the key itself "
         "is never returned",
         readOnly=True,

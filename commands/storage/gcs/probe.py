@@ -11,7 +11,6 @@ key, a token or a server's own message).
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,9 +22,6 @@ from icelog.domain.errors import BadRequestError, CatalogError
 from icelog.domain.locations import Location
 from icelog.domain.ports import UnreadableFileError
 
-# The whole check: a store that answers slowly enough never trips a per-read timeout, so
-# the check runs in a thread the request stops waiting for.
-PROBE_DEADLINE_S = 20.0
 _PAYLOAD = b"icelog storage probe"
 
 
@@ -85,27 +81,3 @@ def probe(
             raise _failed(
                 exc.message.removeprefix("Could not vend storage credentials: ")
             ) from None
-
-
-def within_deadline(check: Callable[[], None], deadline_s: float = PROBE_DEADLINE_S) -> None:
-    """Run `check` and wait at most `deadline_s` for it; a check still running then fails
-    as if no GCS service had answered."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            check()
-        except BaseException as exc:  # handed to the waiting request
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    # A daemon thread: a probe stuck on a dripping socket holds neither the request nor
-    # the process's exit.
-    worker = threading.Thread(target=run, name="icelog-gcs-probe", daemon=True)
-    worker.start()
-    worker.join(deadline_s)
-    if not outcome:
-        raise _failed(NOT_GCS)
-    if outcome[0] is not None:
-        raise outcome[0]

@@ -10,10 +10,17 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from google.oauth2 import service_account
 
+from icelog.commands.storage.profile_fields import (
+    DERIVED_FIELDS,
+    flag,
+    http_url,
+    key_prefix,
+    refuse_unknown_fields,
+    reject_any_control_character,
+)
 from icelog.domain.errors import BadRequestError
 from icelog.domain.locations import Location
 
@@ -31,10 +38,6 @@ _FIELDS = {
     "endpoint",
     "sts-endpoint",
 }
-# Written by icelog into the stored profile; accepted back from a client that round-trips
-# a profile it read.
-_DERIVED = {"base-location", "credential-id"}
-
 # Google's bucket naming rules: 3-63 characters (up to 222 with dots, 63 per dot-separated
 # part), lowercase letters, digits, '-', '_' and '.', starting and ending with a letter or
 # digit; no "goog" prefix, no "google" inside, not an IP address.
@@ -45,8 +48,6 @@ _BUCKET_RULES = (
     "'_' or '.' (up to 222 with dots, 63 between dots), starting and ending with a letter or "
     "digit, not starting with 'goog', without 'google', not an IP address"
 )
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 _KEY_FIELDS = (
     "type",
@@ -69,12 +70,6 @@ _EMAIL = re.compile(r"^[^@\s]{1,128}@[A-Za-z0-9.-]{1,253}$")
 _PROJECT_ID = re.compile(r"^(?:[a-z0-9.-]{1,63}:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
-def reject_control_characters(value: str, what: str) -> None:
-    """Control characters (C0, DEL, C1) are never part of a name, URL or key field."""
-    if _CONTROL.search(value):
-        raise BadRequestError(f"{what} must not hold control characters")
-
-
 def bucket_problem(name: object) -> str | None:
     """Why `name` is not a GCS bucket name (None when it is one)."""
     if not isinstance(name, str) or not _BUCKET_CHARS.fullmatch(name):
@@ -87,53 +82,23 @@ def bucket_problem(name: object) -> str | None:
     return None
 
 
-def http_url(value: object, what: str, default: str) -> str:
-    """An http(s) URL `scheme://host[:port][/path]`, without a trailing '/'; `default` when
-    absent. No user information (it would be logged and handed to clients), no query or
-    fragment (they would change what the clients call)."""
+def http_url_or_default(value: object, what: str, default: str) -> str:
+    """An `http_url` without control characters or spaces; `default` when absent."""
     if value is None or value == "":
         return default
     if not isinstance(value, str):
         raise BadRequestError(f"{what} must be a string")
-    reject_control_characters(value, what)
-    try:
-        parts = urlsplit(value)
-        _ = parts.port  # a port that is not a number, or out of range, raises
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadRequestError(f"{what} must be an http(s) URL")
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        raise BadRequestError(
-            f"{what} must be scheme://host[:port][/path], without user information, query "
-            "or fragment"
-        )
+    reject_any_control_character(value, what)
+    url = http_url(value, what)
     if " " in value:
         raise BadRequestError(f"{what} must not hold spaces")
-    return value.rstrip("/")
+    return url
 
 
-def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
-    value = profile.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise BadRequestError(f"storage-profile.{key} must be true or false")
-    return value
-
-
-def key_prefix(value: object) -> str:
-    """The warehouse's folder in the bucket: outer '/' dropped, no empty, '.' or '..' part,
-    and no character that could not sit inside the quoted prefix of a downscoping rule
-    (`'`), nor '%' (one folder must have one spelling)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadRequestError("storage-profile.key-prefix must be a string")
-    prefix = value.strip("/")
-    reject_control_characters(prefix, "storage-profile.key-prefix")
-    if prefix and any(part in ("", ".", "..") for part in prefix.split("/")):
-        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
+def _key_prefix(profile: dict[str, Any]) -> str:
+    """`key_prefix`, and no character that could not sit inside the quoted prefix of a
+    downscoping rule (`'`, '\\'), nor '%' (one folder must have one spelling)."""
+    prefix = key_prefix(profile)
     if "'" in prefix or "%" in prefix or "\\" in prefix:
         raise BadRequestError("storage-profile.key-prefix must not hold ', % or \\")
     return prefix
@@ -141,15 +106,13 @@ def key_prefix(value: object) -> str:
 
 def normalize_gcs_profile(profile: dict[str, Any]) -> dict[str, Any]:
     """Check a `gcs` profile; return it with every field present and its `base-location`."""
-    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
-    if unknown:
-        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(profile, _FIELDS | DERIVED_FIELDS, "storage-profile")
     bucket = profile.get("bucket")
     problem = bucket_problem(bucket)
     if problem is not None:
         raise BadRequestError(problem)
     assert isinstance(bucket, str)
-    prefix = key_prefix(profile.get("key-prefix"))
+    prefix = _key_prefix(profile)
     base = f"gs://{bucket}/{prefix}" if prefix else f"gs://{bucket}"
     # The same rules as every other location (lengths, characters, dot segments).
     base = str(Location.parse(base, "storage-profile.key-prefix"))
@@ -157,11 +120,13 @@ def normalize_gcs_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "type": "gcs",
         "bucket": bucket,
         "key-prefix": prefix,
-        "sts-enabled": _bool(profile, "sts-enabled", True),
+        "sts-enabled": flag(profile, "sts-enabled", True),
         # The storage registry checks and normalises layouts for every kind.
         "storage-layout": profile.get("storage-layout"),
-        "endpoint": http_url(profile.get("endpoint"), "storage-profile.endpoint", DEFAULT_ENDPOINT),
-        "sts-endpoint": http_url(
+        "endpoint": http_url_or_default(
+            profile.get("endpoint"), "storage-profile.endpoint", DEFAULT_ENDPOINT
+        ),
+        "sts-endpoint": http_url_or_default(
             profile.get("sts-endpoint"), "storage-profile.sts-endpoint", DEFAULT_STS_ENDPOINT
         ),
         "base-location": base,
@@ -177,7 +142,7 @@ def _key_text(key: dict[str, Any], name: str, *, required: bool) -> str | None:
     if not isinstance(value, str):
         raise BadRequestError(f"storage-credential.key.{name} must be a string")
     if name != "private_key":  # a PEM holds line breaks; its content is checked by parsing
-        reject_control_characters(value, f"storage-credential.key.{name}")
+        reject_any_control_character(value, f"storage-credential.key.{name}")
     return value
 
 
@@ -197,9 +162,7 @@ def normalize_gcs_credential(credential: object) -> dict[str, Any]:
             "storage-credential.credential-type must be 'service-account-key' (icelog does not "
             "use the server's own GCP identity)"
         )
-    unknown = sorted(set(credential) - {"type", "credential-type", "key"})
-    if unknown:
-        raise BadRequestError(f"storage-credential has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(credential, {"type", "credential-type", "key"}, "storage-credential")
     key = parse_key(credential.get("key"))
     checked: dict[str, str] = {}
     for name in _KEY_FIELDS:
@@ -212,7 +175,7 @@ def normalize_gcs_credential(credential: object) -> dict[str, Any]:
         raise BadRequestError("storage-credential.key.project_id is not a GCP project id")
     if not _EMAIL.fullmatch(checked["client_email"]):
         raise BadRequestError("storage-credential.key.client_email is not an e-mail address")
-    checked["token_uri"] = http_url(
+    checked["token_uri"] = http_url_or_default(
         checked.get("token_uri"), "storage-credential.key.token_uri", DEFAULT_TOKEN_URI
     )
     universe = checked.setdefault("universe_domain", GOOGLE_UNIVERSE)

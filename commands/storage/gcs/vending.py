@@ -15,11 +15,8 @@ gets a new one. A downscoped token never outlives the catalog's token it was mad
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 import google.auth.exceptions
@@ -34,13 +31,13 @@ from icelog.commands.storage.gcs.auth import (
 )
 from icelog.commands.storage.gcs.boundary import table_boundary
 from icelog.commands.storage.gcs.failures import NOT_STS, GoogleAuthFailure, oauth_code
-from icelog.commands.storage.kind import VendedCredentials
+from icelog.commands.storage.kind import VendedCredentials, table_location_inside
+from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
     UnsupportedOperationError,
 )
-from icelog.domain.locations import Location
 
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"  # noqa: S105
@@ -71,26 +68,9 @@ def sts_exchange(url: str, subject_token: str, boundary: dict[str, Any]) -> Mapp
     return answer
 
 
-def table_prefix(profile: Mapping[str, Any], location: str) -> tuple[str, str]:
-    """(bucket, object key prefix) of a table location strictly inside the profile's base
-    location; 400 otherwise. Defence in depth: the catalog already keeps tables inside
-    their warehouse, and a token must never be stretched beyond what it is asked for."""
-    parsed = Location.parse(location, "location")
-    base = Location.parse(profile["base-location"], "storage-profile.base-location")
-    if parsed.scheme != "gs" or not base.contains(parsed) or parsed == base:
-        raise BadRequestError(f"Cannot vend credentials for {location}: not a table location")
-    return parsed.authority, parsed.key
-
-
-@dataclass(frozen=True)
-class _Entry:
-    credentials: VendedCredentials
-    reuse_until: float  # clock() seconds: half of the lifetime past the request
-
-
 class GcsVendor:
-    """Vends and caches downscoped tokens; safe to share between threads. As with the S3
-    vendor, the lock guards only the cache: two concurrent misses may both call STS."""
+    """Vends and caches downscoped tokens (`VendCache` says for how long); safe to share
+    between threads."""
 
     def __init__(
         self,
@@ -100,14 +80,10 @@ class GcsVendor:
         exchange: Exchange = sts_exchange,
         tokens: Callable[[Mapping[str, Any]], ServiceAccountTokens] = tokens_for,
     ) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
         self._clock = clock
-        self._max_entries = max_entries
         self._exchange = exchange
         self._tokens = tokens
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._cache = VendCache(max_entries)
 
     def vend(
         self,
@@ -122,7 +98,8 @@ class GcsVendor:
             raise UnsupportedOperationError(
                 "Credential vending is not enabled for this warehouse's storage profile"
             )
-        bucket, prefix = table_prefix(profile, location)
+        table = table_location_inside(profile, location)
+        bucket, prefix = table.authority, table.key
         try:
             boundary = table_boundary(bucket, prefix, write=write)
         except ValueError:
@@ -140,12 +117,9 @@ class GcsVendor:
             write,
         )
         now = self._clock()
-        with self._lock:
-            entry = self._cache.get(cache_key)
-            if entry is not None:
-                if now < entry.reuse_until:
-                    return _copy(entry.credentials)
-                del self._cache[cache_key]
+        cached = self._cache.get(cache_key, now)
+        if cached is not None:
+            return cached
 
         try:
             source = self._tokens(credential).get()
@@ -171,14 +145,4 @@ class GcsVendor:
             **client_config,
         }
         vended = VendedCredentials(prefix=location, config=config, expires_at_ms=expires_at_ms)
-        with self._lock:
-            self._cache[cache_key] = _Entry(vended, now + lifetime / 2)
-            self._cache.move_to_end(cache_key)
-            while len(self._cache) > self._max_entries:
-                self._cache.popitem(last=False)
-        return _copy(vended)
-
-
-def _copy(v: VendedCredentials) -> VendedCredentials:
-    # The cached config must not change if a caller adds keys to the one it got.
-    return replace(v, config=dict(v.config))
+        return self._cache.put(cache_key, vended, now=now, lifetime_s=lifetime)

@@ -4,16 +4,17 @@ or have their requests signed by the catalog (remote signing)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from icelog.commands.storage.build_once import BuildOnceCache
 from icelog.commands.storage.kind import (
     ConsoleForm,
     RemoteSigner,
     StorageLimits,
     VendedCredentials,
+    required_credential,
     unscopable,
 )
 from icelog.commands.storage.policy import StoragePolicy
@@ -21,7 +22,6 @@ from icelog.commands.storage.s3.form import FORM
 from icelog.commands.storage.s3.models import S3StorageCredential, S3StorageProfile
 from icelog.commands.storage.s3.objects import S3Access, S3FileIO, client_for, split_location
 from icelog.commands.storage.s3.profile import (
-    check_endpoint_host,
     normalize_s3_credential,
     normalize_s3_profile,
     probe_s3_access,
@@ -33,7 +33,6 @@ from icelog.domain.errors import (
     BadRequestError,
     CatalogError,
     ForbiddenError,
-    ServiceUnavailableError,
 )
 from icelog.domain.locations import Location
 from icelog.domain.ports import FileIO
@@ -42,13 +41,6 @@ from icelog.domain.ports import FileIO
 # carry the credential again (a caller could otherwise have the server sign with it
 # towards a host of their choice).
 CREDENTIAL_BOUND = ("endpoint", "bucket", "region", "sts-endpoint")
-_MAX_CLIENTS = 1024
-
-
-def _required(credential: dict[str, Any] | None) -> dict[str, Any]:
-    if credential is None:
-        raise ServiceUnavailableError("The warehouse's storage has no credential configured")
-    return credential
 
 
 def probe_sts(profile: dict[str, Any], access: S3Access, external_id: str | None) -> None:
@@ -77,15 +69,14 @@ class S3Kind:
         self.vendor = CredentialVendor()
         # boto3 clients are thread-safe and slow to build (tens of ms): one per credential
         # and endpoint, shared by the warehouses that use the same.
-        self._clients: dict[tuple[Any, ...], Any] = {}
-        self._lock = threading.Lock()
+        self._clients: BuildOnceCache[tuple[Any, ...], Any] = BuildOnceCache(max_entries=1024)
 
     def normalize(
         self, profile: dict[str, Any], credential: object, policy: StoragePolicy
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
         normalized = normalize_s3_profile(profile)
-        check_endpoint_host(policy.s3_endpoint_hosts, "endpoint", normalized["endpoint"])
-        check_endpoint_host(policy.s3_endpoint_hosts, "sts-endpoint", normalized["sts-endpoint"])
+        for key in ("endpoint", "sts-endpoint"):
+            policy.check_endpoint(f"storage-profile.{key}", normalized[key])
         return normalized, normalize_s3_credential(credential)
 
     def keeps_credential(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -94,7 +85,7 @@ class S3Kind:
     def check_access(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> None:
         """A probe object written, read, listed and deleted; the STS role assumed once when
         vending is on."""
-        found = _required(credential)
+        found = required_credential(credential)
         access = s3_access(profile, found)
         probe_s3_access(profile, access)
         if profile["sts-enabled"]:
@@ -114,14 +105,9 @@ class S3Kind:
             profile.get("endpoint"),
             profile.get("path-style-access"),
         )
-        with self._lock:
-            client = self._clients.get(connection)
-        if client is None:
-            client = client_for(s3_access(profile, _required(credential)))
-            with self._lock:
-                if len(self._clients) >= _MAX_CLIENTS:
-                    self._clients.clear()
-                client = self._clients.setdefault(connection, client)
+        client = self._clients.get(
+            connection, lambda: client_for(s3_access(profile, required_credential(credential)))
+        )
         return S3FileIO(
             client,
             root,
@@ -161,7 +147,7 @@ class S3Kind:
         *,
         write: bool,
     ) -> VendedCredentials:
-        found = _required(credential)
+        found = required_credential(credential)
         return self.vendor.vend(
             profile,
             s3_access(profile, found),
@@ -188,4 +174,4 @@ class S3Kind:
     def signer(self, profile: dict[str, Any], credential: dict[str, Any] | None) -> RemoteSigner:
         if not self.signs(profile):
             raise ForbiddenError("Remote signing is not enabled for this warehouse")
-        return S3Signer(s3_access(profile, _required(credential)))
+        return S3Signer(s3_access(profile, required_credential(credential)))

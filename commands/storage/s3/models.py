@@ -24,7 +24,7 @@ from icelog.commands.storage.s3.profile import (
 )
 from icelog.commands.storage.shapes import ProfileBody, StorageBody, documented, optional
 
-_URL = "^$|^https?://[^/?#]"  # an http(s) URL with a host (profile._url)
+_URL = "^$|^https?://[^/?#]"  # an http(s) URL with a host (profile_fields.http_url)
 
 
 class S3StorageProfile(ProfileBody):

@@ -8,15 +8,23 @@ validated here and stored by the caller in the secret vault; the profile keeps o
 from __future__ import annotations
 
 import re
-import threading
 import uuid
 from typing import Any
-from urllib.parse import urlparse, urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, InvalidRegionError
 from botocore.utils import validate_region_name
 
+from icelog.commands.storage.deadline import within_deadline
 from icelog.commands.storage.kind import SHARED_PROFILE_FIELDS
+from icelog.commands.storage.profile_fields import (
+    DERIVED_FIELDS,
+    flag,
+    int_in_range,
+    key_prefix,
+    optional_str,
+    optional_url,
+    refuse_unknown_fields,
+)
 from icelog.commands.storage.s3.objects import (
     NOT_S3,
     S3Access,
@@ -25,7 +33,6 @@ from icelog.commands.storage.s3.objects import (
     split_location,
 )
 from icelog.domain.errors import BadRequestError
-from icelog.domain.identifiers import reject_control_characters
 from icelog.domain.locations import Location
 
 # Fields a profile may carry: its own, and those of every kind (`storage-layout`), which the
@@ -48,48 +55,11 @@ _FIELDS = SHARED_PROFILE_FIELDS | {
     "remote-signing-enabled",
     "allow-alternative-protocols",
 }
-# Written by icelog into the stored profile; accepted back from a client that round-trips
-# a profile it read from GET warehouse.
-_DERIVED = {"base-location", "credential-id"}
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 # botocore's own rule for region names (a name it refuses would fail later, not here).
 _REGION = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-]{0,61}[a-zA-Z0-9])?$")
 _ARN = re.compile(r"^arn:[A-Za-z0-9\-]+:[A-Za-z0-9\-]+:[A-Za-z0-9\-]*:[0-9]*:.+$")
 MIN_VALIDITY_S, MAX_VALIDITY_S = 900, 43_200
-
-
-def _optional_str(profile: dict[str, Any], key: str) -> str | None:
-    value = profile.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadRequestError(f"storage-profile.{key} must be a string")
-    return value
-
-
-def _bool(profile: dict[str, Any], key: str, default: bool) -> bool:
-    value = profile.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise BadRequestError(f"storage-profile.{key} must be true or false")
-    return value
-
-
-def _url(value: str | None, key: str) -> str | None:
-    if value is None:
-        return None
-    if not _valid_netloc(value) or urlparse(value).scheme not in ("http", "https"):
-        raise BadRequestError(f"storage-profile.{key} must be an http(s) URL, got {value!r}")
-    parts = urlparse(value)
-    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        # The endpoint is logged and handed to every client: no credentials in it, and no
-        # query or fragment that would change what the S3 clients call.
-        raise BadRequestError(
-            f"storage-profile.{key} must be scheme://host[:port][/path], without user "
-            "information, query or fragment"
-        )
-    return value.rstrip("/")
 
 
 def _botocore_region(region: str) -> bool:
@@ -100,20 +70,9 @@ def _botocore_region(region: str) -> bool:
     return True
 
 
-def _valid_netloc(value: str) -> bool:
-    try:
-        parsed = urlparse(value)
-        _ = parsed.port  # raises on a port that is not a number or out of range
-    except ValueError:
-        return False
-    return bool(parsed.hostname)
-
-
 def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
     """Check an `s3` profile and return it with every field present and `base-location`."""
-    unknown = sorted(set(profile) - _FIELDS - _DERIVED)
-    if unknown:
-        raise BadRequestError(f"storage-profile has unsupported field(s): {', '.join(unknown)}")
+    refuse_unknown_fields(profile, _FIELDS | DERIVED_FIELDS, "storage-profile")
     bucket = profile.get("bucket")
     if not isinstance(bucket, str) or not _BUCKET.fullmatch(bucket) or ".." in bucket:
         raise BadRequestError(
@@ -123,32 +82,24 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
     region = profile.get("region")
     if not isinstance(region, str) or not _REGION.fullmatch(region) or not _botocore_region(region):
         raise BadRequestError("storage-profile.region is required (e.g. us-east-1)")
-    prefix = (_optional_str(profile, "key-prefix") or "").strip("/")
-    reject_control_characters(prefix, "storage-profile.key-prefix")
-    if any(part in ("", ".", "..") for part in prefix.split("/")) and prefix:
-        raise BadRequestError("storage-profile.key-prefix must not hold empty, '.' or '..' parts")
+    prefix = key_prefix(profile)
     flavor = profile.get("flavor") or "aws"
     if flavor not in ("aws", "s3-compat"):
         raise BadRequestError("storage-profile.flavor must be 'aws' or 's3-compat'")
-    validity = profile.get("sts-token-validity-seconds", 3600)
-    if validity is None:
-        validity = 3600
-    if (
-        not isinstance(validity, int)
-        or isinstance(validity, bool)
-        or not MIN_VALIDITY_S <= validity <= MAX_VALIDITY_S
-    ):
-        raise BadRequestError(
-            "storage-profile.sts-token-validity-seconds must be an integer from "
-            f"{MIN_VALIDITY_S} to {MAX_VALIDITY_S}"
-        )
+    validity = int_in_range(
+        profile,
+        "sts-token-validity-seconds",
+        default=3600,
+        low=MIN_VALIDITY_S,
+        high=MAX_VALIDITY_S,
+    )
     roles = {}
     for key in ("assume-role-arn", "sts-role-arn"):
-        arn = _optional_str(profile, key)
+        arn = optional_str(profile, key)
         if arn is not None and not _ARN.match(arn):
             raise BadRequestError(f"storage-profile.{key} must be an IAM role ARN")
         roles[key] = arn
-    sts_enabled = _bool(profile, "sts-enabled", False)
+    sts_enabled = flag(profile, "sts-enabled", False)
     no_role = roles["sts-role-arn"] is None and roles["assume-role-arn"] is None
     if sts_enabled and flavor == "aws" and no_role:
         raise BadRequestError(
@@ -163,32 +114,18 @@ def normalize_s3_profile(profile: dict[str, Any]) -> dict[str, Any]:
         "bucket": bucket,
         "key-prefix": prefix,
         "region": region,
-        "endpoint": _url(_optional_str(profile, "endpoint"), "endpoint"),
-        "path-style-access": _bool(profile, "path-style-access", False),
+        "endpoint": optional_url(profile, "endpoint"),
+        "path-style-access": flag(profile, "path-style-access", False),
         "flavor": flavor,
         "sts-enabled": sts_enabled,
-        "sts-endpoint": _url(_optional_str(profile, "sts-endpoint"), "sts-endpoint"),
+        "sts-endpoint": optional_url(profile, "sts-endpoint"),
         "assume-role-arn": roles["assume-role-arn"],
         "sts-role-arn": roles["sts-role-arn"],
         "sts-token-validity-seconds": validity,
-        "remote-signing-enabled": _bool(profile, "remote-signing-enabled", True),
-        "allow-alternative-protocols": _bool(profile, "allow-alternative-protocols", False),
+        "remote-signing-enabled": flag(profile, "remote-signing-enabled", True),
+        "allow-alternative-protocols": flag(profile, "allow-alternative-protocols", False),
         "base-location": base,
     }
-
-
-def check_endpoint_host(allowed: tuple[str, ...], key: str, url: str | None) -> None:
-    """An endpoint's host (or host:port) must be one of `allowed` (ICELOG_S3_ENDPOINT_HOSTS);
-    nothing allowed: any host."""
-    if url is None or not allowed:
-        return
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    with_port = f"{host}:{parts.port}" if parts.port is not None else host
-    if host not in allowed and with_port not in allowed:
-        raise BadRequestError(
-            f"storage-profile.{key} is not an allowed S3 endpoint host (ICELOG_S3_ENDPOINT_HOSTS)"
-        )
 
 
 def normalize_s3_credential(credential: object) -> dict[str, Any]:
@@ -234,32 +171,11 @@ def s3_access(profile: dict[str, Any], credential: dict[str, Any] | None) -> S3A
     )
 
 
-# The whole access check: a store that answers slowly enough never trips a per-read
-# timeout, so the check runs in a thread the request stops waiting for.
-PROBE_DEADLINE_S = 20.0
-
-
 def probe_s3_access(profile: dict[str, Any], access: S3Access) -> None:
-    """The access check within PROBE_DEADLINE_S (`_probe` says what it checks)."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            _probe(profile, access)
-        except BaseException as exc:  # handed to the waiting request
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    # A daemon thread: a probe stuck on a dripping socket neither holds the request nor
-    # the process's exit.
-    worker = threading.Thread(target=run, name="icelog-s3-probe", daemon=True)
-    worker.start()
-    worker.join(PROBE_DEADLINE_S)
-    if not outcome:
-        raise BadRequestError(f"Storage validation failed: {NOT_S3}")
-    if outcome[0] is not None:
-        raise outcome[0]
+    """The access check within the access-check deadline (`_probe` says what it checks)."""
+    within_deadline(
+        lambda: _probe(profile, access), no_answer=NOT_S3, thread_name="icelog-s3-probe"
+    )
 
 
 def _probe(profile: dict[str, Any], access: S3Access) -> None:

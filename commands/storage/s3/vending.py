@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +27,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from icelog.commands.storage.kind import VendedCredentials as VendedCredentials  # noqa: PLC0414
 from icelog.commands.storage.kind import storage_credentials as storage_credentials  # noqa: PLC0414
 from icelog.commands.storage.s3.objects import S3Access, failure_reason, split_location
+from icelog.commands.storage.vend_cache import VendCache
 from icelog.domain.errors import (
     BadRequestError,
     ServiceUnavailableError,
@@ -156,18 +154,9 @@ def boto3_assume_role(
     return credentials
 
 
-@dataclass(frozen=True)
-class _Entry:
-    credentials: VendedCredentials
-    reuse_until: float  # clock() seconds: half of the lifetime past the request
-
-
 class CredentialVendor:
-    """Vends and caches table-scoped STS credentials; safe to share between threads.
-
-    The lock guards only the cache, not the STS call: two concurrent misses for the same
-    key may both call STS. Both results are valid; the later one stays cached. Serialising
-    per key would make every request wait on the slowest STS round trip instead.
+    """Vends and caches table-scoped STS credentials (`VendCache` says for how long, and
+    why two concurrent misses may both call STS); safe to share between threads.
     `clock` must tell wall-clock seconds (it is compared with STS's Expiration).
     """
 
@@ -178,13 +167,9 @@ class CredentialVendor:
         max_entries: int = 10_000,
         assume_role: AssumeRole | None = None,
     ) -> None:
-        if max_entries < 1:
-            raise ValueError("max_entries must be at least 1")
         self._clock = clock
-        self._max_entries = max_entries
         self._assume_role = assume_role or boto3_assume_role
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._cache = VendCache(max_entries)
 
     def vend(
         self,
@@ -239,12 +224,9 @@ class CredentialVendor:
             duration,
         )
         now = self._clock()
-        with self._lock:
-            entry = self._cache.get(cache_key)
-            if entry is not None:
-                if now < entry.reuse_until:
-                    return _copy(entry.credentials)
-                del self._cache[cache_key]
+        cached = self._cache.get(cache_key, now)
+        if cached is not None:
+            return cached
 
         params: dict[str, Any] = {
             "RoleArn": role_arn,
@@ -259,18 +241,7 @@ class CredentialVendor:
             params["ExternalId"] = external_id
         sts = self._assume_role(access, sts_endpoint, str(profile["region"]), params)
         vended, lifetime = _vended(profile, location, sts, issued_at=now, requested=duration)
-
-        with self._lock:
-            self._cache[cache_key] = _Entry(vended, now + lifetime / 2)
-            self._cache.move_to_end(cache_key)
-            while len(self._cache) > self._max_entries:
-                self._cache.popitem(last=False)
-        return _copy(vended)
-
-
-def _copy(v: VendedCredentials) -> VendedCredentials:
-    # The cached config must not change if a caller adds keys to the one it got.
-    return replace(v, config=dict(v.config))
+        return self._cache.put(cache_key, vended, now=now, lifetime_s=lifetime)
 
 
 def _vended(
